@@ -1,0 +1,349 @@
+//! The `Blueprint` custom resource (`k8s.cloudogu.com/v2`), wire-compatible with upstream's CRD.
+//!
+//! Every string that has a grammar (dogu names, versions, quantities) stays a raw `String` here: the
+//! machine parses it, so that a malformed value becomes a condition with a clear message instead of a
+//! decoding failure in the shell. Optional fields are `Option` so that what the user wrote and what a
+//! default filled in stay distinguishable, and so that our schema never requires more than upstream's.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube_derive::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::schema;
+
+/// The body of a Blueprint besides `metadata` and `status`.
+///
+/// Upstream's CRD does not require `spec`, and the API server stores a Blueprint without one. A
+/// typed root with a mandatory `spec` could not even be decoded then, and the operator could not
+/// tell the user what is wrong. So the root is derived with `no_spec` and carries an optional `spec`.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "k8s.cloudogu.com",
+    version = "v2",
+    kind = "Blueprint",
+    plural = "blueprints",
+    singular = "blueprint",
+    namespaced,
+    no_spec,
+    shortname = "bp",
+    status = "BlueprintStatus",
+    derive = "Default",
+    derive = "PartialEq",
+    label("app", "ces"),
+    label("app.kubernetes.io/name", "k8s-blueprint-lib"),
+    crates(
+        kube_core = "::kube_core",
+        k8s_openapi = "::k8s_openapi",
+        schemars = "::schemars",
+        serde = "::serde",
+        serde_json = "::serde_json"
+    ),
+    printcolumn = r#"{"name": "Display Name", "type": "string", "jsonPath": ".spec.displayName", "description": "The display name of the blueprint"}"#,
+    printcolumn = r#"{"name": "Stopped", "type": "boolean", "jsonPath": ".spec.stopped", "description": "Whether the resource is started as a dry run"}"#,
+    printcolumn = r#"{"name": "Valid", "type": "string", "jsonPath": ".status.conditions[?(@.type == 'Valid')].status", "description": "Whether the resource is valid in the current state"}"#,
+    printcolumn = r#"{"name": "Executable", "type": "string", "jsonPath": ".status.conditions[?(@.type == 'Executable')].status", "description": "Whether the resource is executable in the current state"}"#,
+    printcolumn = r#"{"name": "Ecosystem Healthy", "type": "string", "jsonPath": ".status.conditions[?(@.type == 'EcosystemHealthy')].status", "description": "Whether the ecosystem is healthy in the current state"}"#,
+    printcolumn = r#"{"name": "Completed", "type": "string", "jsonPath": ".status.conditions[?(@.type == 'Completed')].status", "description": "Whether the resource is completed in the current state"}"#,
+    printcolumn = r#"{"name": "Last Apply Successful", "type": "string", "jsonPath": ".status.conditions[?(@.type == 'LastApplySucceeded')].status", "description": "Whether the last apply steps were successful"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "description": "The age of the resource"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintBody {
+    /// The wanted state of the ecosystem (required; a Blueprint without it is reported as invalid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<BlueprintSpec>,
+}
+
+impl Blueprint {
+    /// The spec, if the object has one.
+    pub fn blueprint_spec(&self) -> Option<&BlueprintSpec> {
+        self.spec.spec.as_ref()
+    }
+}
+
+/// `spec` of a Blueprint.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = schema::require_blueprint_spec_fields)]
+pub struct BlueprintSpec {
+    /// Free text for user interfaces and the printer column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The wanted state of the ecosystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blueprint: Option<BlueprintManifest>,
+    /// Per-installation overrides of the blueprint's dogus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blueprint_mask: Option<BlueprintMask>,
+    /// Do not evaluate dogu health at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_dogu_health: Option<bool>,
+    /// Do not evaluate component health at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_component_health: Option<bool>,
+    /// Allow the mask to change a dogu's namespace, and the `dogu namespace switch` action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_dogu_namespace_switch: Option<bool>,
+    /// Compute and publish everything, apply nothing (a dry run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<bool>,
+}
+
+/// The wanted dogus, components and configuration. The same shape is used for
+/// `status.effectiveBlueprint`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintManifest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dogus: Option<Vec<BlueprintDogu>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub components: Option<Vec<BlueprintComponent>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<BlueprintConfig>,
+}
+
+/// A wanted dogu.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintDogu {
+    /// `namespace/simpleName`, e.g. `official/postgresql`.
+    pub name: String,
+    /// Dogu version, e.g. `14.17-2`; required unless the dogu is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The dogu must not be installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform_config: Option<PlatformConfig>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_proxy: Option<ReverseProxyConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_mounts: Option<Vec<AdditionalMount>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceConfig {
+    /// Minimum size of the dogu's data volume (a Kubernetes quantity, e.g. `5Gi`). Only grows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_volume_size: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReverseProxyConfig {
+    /// Maximum request body size (a decimal-SI quantity, e.g. `100M`; `0` = unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body_size: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite_target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_config: Option<String>,
+}
+
+/// A ConfigMap or Secret mounted into a dogu volume.
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct AdditionalMount {
+    /// `ConfigMap` or `Secret`.
+    pub source_type: String,
+    /// Name of the ConfigMap or Secret.
+    pub name: String,
+    /// Name of a volume of the dogu (from its `dogu.json`).
+    pub volume: String,
+    /// Relative path inside the volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subfolder: Option<String>,
+}
+
+/// A wanted platform component.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintComponent {
+    /// `distributionNamespace/simpleName`, e.g. `k8s/k8s-dogu-operator`.
+    pub name: String,
+    /// Semantic version; required unless the component is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+    /// Only `deployNamespace` (string) and `overwriteConfig` (any value) are meaningful.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::preserve_unknown_fields")]
+    pub deploy_config: Option<serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintConfig {
+    /// Per-dogu config, keyed by the dogu's simple name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dogus: Option<BTreeMap<String, Vec<ConfigEntry>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<Vec<ConfigEntry>>,
+}
+
+/// One config key: set to a value, set from a Secret (sensitive), or removed (`absent`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigEntry {
+    /// `/`-separated key path, e.g. `logging/root`.
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretReference>,
+}
+
+/// A key of a Secret in the operator's namespace.
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+pub struct SecretReference {
+    pub name: String,
+    pub key: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintMask {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dogus: Option<Vec<MaskDogu>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaskDogu {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+}
+
+/// `status` of a Blueprint: everything in it is computed afresh by every reconcile.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "schema::conditions")]
+    pub conditions: Vec<Condition>,
+    /// The blueprint after applying the mask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_blueprint: Option<BlueprintManifest>,
+    /// What differs between the effective blueprint and the ecosystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_diff: Option<StateDiff>,
+    /// The `metadata.generation` this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateDiff {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dogu_diffs: BTreeMap<String, DoguDiff>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub component_diffs: BTreeMap<String, ComponentDiff>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dogu_config_diffs: BTreeMap<String, CombinedDoguConfigDiff>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub global_config_diff: Vec<ConfigEntryDiff>,
+}
+
+impl StateDiff {
+    pub fn is_empty(&self) -> bool {
+        self.dogu_diffs.is_empty()
+            && self.component_diffs.is_empty()
+            && self.dogu_config_diffs.is_empty()
+            && self.global_config_diff.is_empty()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DoguDiff {
+    pub actual: DoguDiffState,
+    pub expected: DoguDiffState,
+    pub needed_actions: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DoguDiffState {
+    pub namespace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub absent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_config: Option<ResourceConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_proxy_config: Option<ReverseProxyConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_mounts: Vec<AdditionalMount>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentDiff {
+    pub actual: ComponentDiffState,
+    pub expected: ComponentDiffState,
+    pub needed_actions: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentDiffState {
+    pub distribution_namespace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub absent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::preserve_unknown_fields")]
+    pub deploy_config: Option<serde_json::Value>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CombinedDoguConfigDiff {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dogu_config_diff: Vec<ConfigEntryDiff>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_dogu_config_diff: Vec<ConfigEntryDiff>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigEntryDiff {
+    pub key: String,
+    pub actual: ConfigValueState,
+    pub expected: ConfigValueState,
+    /// `set` or `remove`.
+    pub needed_action: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigValueState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub exists: bool,
+}

@@ -1,0 +1,111 @@
+//! Ecosystem health: every Dogu CR and every Component CR must report `available`, and every required
+//! component (from the health config) must be installed. The ignore flags drop a whole side.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::model::{Flags, Installed};
+use crate::problem::Problem;
+
+pub const HEALTH_CONFIG_MAP: &str = "k8s-blueprint-operator-health-config";
+const AVAILABLE: &str = "available";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    Healthy,
+    Unhealthy {
+        dogus: Vec<String>,
+        components: Vec<String>,
+    },
+    /// Health could not be determined (the health config is malformed).
+    Unknown(Problem),
+}
+
+impl Health {
+    pub fn evaluate(
+        installed: &Installed,
+        health_config: Option<&BTreeMap<String, String>>,
+        flags: Flags,
+    ) -> Self {
+        let dogus: Vec<String> = if flags.ignore_dogu_health {
+            Vec::new()
+        } else {
+            installed
+                .dogu_health
+                .iter()
+                .filter(|(_, h)| h.as_str() != AVAILABLE)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let components: Vec<String> = if flags.ignore_component_health {
+            Vec::new()
+        } else {
+            let required = match required_components(health_config) {
+                Ok(required) => required,
+                Err(problem) => return Health::Unknown(problem),
+            };
+            let mut unhealthy: Vec<String> = installed
+                .component_health
+                .iter()
+                .filter(|(_, h)| h.as_str() != AVAILABLE)
+                .map(|(n, _)| n.clone())
+                .collect();
+            unhealthy.extend(
+                required
+                    .into_iter()
+                    .filter(|r| !installed.component_health.contains_key(r)),
+            );
+            unhealthy.sort();
+            unhealthy.dedup();
+            unhealthy
+        };
+        if dogus.is_empty() && components.is_empty() {
+            Health::Healthy
+        } else {
+            Health::Unhealthy { dogus, components }
+        }
+    }
+
+    /// The names listed in the unhealthy message.
+    pub fn unhealthy_summary(dogus: &[String], components: &[String]) -> String {
+        format!(
+            "  {} dogu(s) are unhealthy: {}\n  {} component(s) are unhealthy: {}",
+            dogus.len(),
+            dogus.join(", "),
+            components.len(),
+            components.join(", ")
+        )
+    }
+}
+
+#[derive(Deserialize)]
+struct ComponentsSection {
+    #[serde(default)]
+    required: Vec<RequiredComponent>,
+}
+
+#[derive(Deserialize)]
+struct RequiredComponent {
+    name: String,
+}
+
+/// Components that must be installed, from the `components` key of the health ConfigMap. (Its `wait`
+/// key configured a blocking wait upstream no longer has; it is ignored.)
+fn required_components(config: Option<&BTreeMap<String, String>>) -> Result<Vec<String>, Problem> {
+    let Some(text) = config.and_then(|c| c.get("components")) else {
+        return Ok(Vec::new());
+    };
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let section: ComponentsSection = serde_saphyr::from_str(text).map_err(|e| {
+        Problem::wrap(
+            "cannot retrieve required components",
+            vec![Problem::new(format!(
+                "failed to parse component health config in ConfigMap \"{HEALTH_CONFIG_MAP}\": {e}"
+            ))],
+        )
+    })?;
+    Ok(section.required.into_iter().map(|r| r.name).collect())
+}

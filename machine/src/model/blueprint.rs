@@ -1,0 +1,431 @@
+//! The Blueprint's spec parsed into domain types: every name, version and quantity checked once, here.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::{ComponentName, ComponentVersion, DoguName, DoguVersion, Quantity};
+use crate::api;
+use crate::problem::Problem;
+
+/// The boolean switches of a Blueprint spec (absent means false).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    pub ignore_dogu_health: bool,
+    pub ignore_component_health: bool,
+    pub allow_dogu_namespace_switch: bool,
+    pub stopped: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParsedBlueprint {
+    pub dogus: Vec<TargetDogu>,
+    pub components: Vec<TargetComponent>,
+    pub config: Config,
+    pub mask: Vec<MaskDogu>,
+    pub flags: Flags,
+}
+
+/// A dogu as the blueprint (or the effective blueprint) wants it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetDogu {
+    pub name: DoguName,
+    pub version: Option<DoguVersion>,
+    pub absent: bool,
+    pub min_volume_size: Option<Quantity>,
+    pub reverse_proxy: ReverseProxy,
+    pub mounts: Vec<Mount>,
+}
+
+/// The nginx settings of a dogu (stored on the Dogu CR as ingress annotations).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReverseProxy {
+    pub max_body_size: Option<Quantity>,
+    pub rewrite_target: String,
+    pub additional_config: String,
+}
+
+impl ReverseProxy {
+    /// Empty means no setting at all; a body size of `0` (unlimited) is a setting.
+    pub fn is_empty(&self) -> bool {
+        self.max_body_size.is_none()
+            && self.rewrite_target.is_empty()
+            && self.additional_config.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mount {
+    pub source_type: String,
+    pub name: String,
+    pub volume: String,
+    /// `""` means none.
+    pub subfolder: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetComponent {
+    pub name: ComponentName,
+    pub version: Option<ComponentVersion>,
+    pub absent: bool,
+    /// As written; static validation checks its keys and types.
+    pub deploy_config: Value,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub key: String,
+    pub absent: bool,
+    pub value: Option<String>,
+    pub sensitive: bool,
+    pub secret_ref: Option<api::SecretReference>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub global: Vec<ConfigEntry>,
+    /// Keyed by the dogu's simple name.
+    pub dogus: BTreeMap<String, Vec<ConfigEntry>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MaskDogu {
+    pub name: DoguName,
+    pub version: Option<DoguVersion>,
+    pub absent: bool,
+}
+
+/// Why a Blueprint cannot even be parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseFailure {
+    /// No `spec` or no `spec.blueprint`.
+    MissingSpec,
+    /// Names, versions or quantities that do not parse.
+    Malformed(Problem),
+}
+
+impl ParsedBlueprint {
+    pub fn parse(spec: Option<&api::BlueprintSpec>) -> Result<Self, ParseFailure> {
+        let spec = spec.ok_or(ParseFailure::MissingSpec)?;
+        let manifest = spec.blueprint.as_ref().ok_or(ParseFailure::MissingSpec)?;
+        let flags = Flags {
+            ignore_dogu_health: spec.ignore_dogu_health.unwrap_or(false),
+            ignore_component_health: spec.ignore_component_health.unwrap_or(false),
+            allow_dogu_namespace_switch: spec.allow_dogu_namespace_switch.unwrap_or(false),
+            stopped: spec.stopped.unwrap_or(false),
+        };
+
+        let mut dogus = Vec::new();
+        let mut dogu_problems = Vec::new();
+        for dogu in manifest.dogus.iter().flatten() {
+            match TargetDogu::parse(dogu) {
+                Ok(d) => dogus.push(d),
+                Err(p) => dogu_problems.push(p),
+            }
+        }
+        let mut components = Vec::new();
+        let mut component_problems = Vec::new();
+        for component in manifest.components.iter().flatten() {
+            match TargetComponent::parse(component) {
+                Ok(c) => components.push(c),
+                Err(p) => component_problems.push(p),
+            }
+        }
+        let mut mask = Vec::new();
+        let mut mask_problems = Vec::new();
+        for dogu in spec
+            .blueprint_mask
+            .iter()
+            .flat_map(|m| m.dogus.iter().flatten())
+        {
+            match MaskDogu::parse(dogu) {
+                Ok(m) => mask.push(m),
+                Err(p) => mask_problems.push(p),
+            }
+        }
+
+        let blueprint_problems: Vec<Problem> = [
+            Problem::wrap_all("cannot convert blueprint dogus", dogu_problems),
+            Problem::wrap_all("cannot convert blueprint components", component_problems),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let problems: Vec<Problem> = [
+            Problem::wrap_all("cannot deserialize blueprint", blueprint_problems),
+            Problem::wrap_all("cannot deserialize blueprint mask", {
+                Problem::wrap_all("cannot convert blueprint dogus", mask_problems)
+                    .into_iter()
+                    .collect()
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if let Some(problem) = Problem::join(problems) {
+            return Err(ParseFailure::Malformed(problem));
+        }
+
+        Ok(ParsedBlueprint {
+            dogus,
+            components,
+            config: Config::from_api(manifest.config.as_ref()),
+            mask,
+            flags,
+        })
+    }
+}
+
+impl TargetDogu {
+    fn parse(dogu: &api::BlueprintDogu) -> Result<Self, Problem> {
+        let name = DoguName::parse(&dogu.name)?;
+        let version = match dogu.version.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(DoguVersion::parse(text).map_err(|e| {
+                Problem::wrap(
+                    format!("could not parse version of target dogu \"{name}\""),
+                    vec![e],
+                )
+            })?),
+        };
+        let platform = dogu.platform_config.as_ref();
+        let min_volume_size = match platform
+            .and_then(|p| p.resource.as_ref())
+            .map(|r| r.min_volume_size.as_deref())
+        {
+            None | Some(None) => None,
+            // An empty size means "the default" and is kept as an explicit zero.
+            Some(Some("" | "<nil>")) => Some(Quantity::ZERO),
+            Some(Some(text)) => Some(Quantity::parse(text).map_err(|_| {
+                Problem::new(format!(
+                    "could not parse minimum volume size \"{text}\" for dogu \"{name}\""
+                ))
+            })?),
+        };
+        let proxy = platform.and_then(|p| p.reverse_proxy.as_ref());
+        let max_body_size = match proxy.and_then(|p| p.max_body_size.as_deref()) {
+            None | Some("" | "<nil>") => None,
+            Some(text) => Some(Quantity::parse(text).map_err(|_| {
+                Problem::new(format!(
+                    "could not parse maximum proxy body size \"{text}\" for dogu \"{name}\""
+                ))
+            })?),
+        };
+        let reverse_proxy = ReverseProxy {
+            max_body_size,
+            rewrite_target: proxy
+                .and_then(|p| p.rewrite_target.clone())
+                .unwrap_or_default(),
+            additional_config: proxy
+                .and_then(|p| p.additional_config.clone())
+                .unwrap_or_default(),
+        };
+        let mounts = platform
+            .and_then(|p| p.additional_mounts.as_ref())
+            .map(|mounts| mounts.iter().map(Mount::from_api).collect())
+            .unwrap_or_default();
+        Ok(TargetDogu {
+            name,
+            version,
+            absent: dogu.absent.unwrap_or(false),
+            min_volume_size,
+            reverse_proxy,
+            mounts,
+        })
+    }
+
+    /// The dogu as written to `status.effectiveBlueprint`.
+    pub fn to_api(&self) -> api::BlueprintDogu {
+        let has_platform_config = self.min_volume_size.is_some()
+            || !self.reverse_proxy.is_empty()
+            || !self.mounts.is_empty();
+        api::BlueprintDogu {
+            name: self.name.to_string(),
+            version: self.version.as_ref().map(|v| v.raw().to_owned()),
+            absent: Some(self.absent),
+            platform_config: has_platform_config.then(|| api::PlatformConfig {
+                resource: self.min_volume_size.map(|q| api::ResourceConfig {
+                    min_volume_size: Some(q.canonical()),
+                }),
+                reverse_proxy: (!self.reverse_proxy.is_empty())
+                    .then(|| self.reverse_proxy.to_api()),
+                additional_mounts: (!self.mounts.is_empty())
+                    .then(|| self.mounts.iter().map(Mount::to_api).collect()),
+            }),
+        }
+    }
+}
+
+impl ReverseProxy {
+    pub fn to_api(&self) -> api::ReverseProxyConfig {
+        let non_empty = |s: &String| (!s.is_empty()).then(|| s.clone());
+        api::ReverseProxyConfig {
+            max_body_size: self.max_body_size.map(|q| q.canonical()),
+            rewrite_target: non_empty(&self.rewrite_target),
+            additional_config: non_empty(&self.additional_config),
+        }
+    }
+}
+
+impl Mount {
+    pub fn from_api(mount: &api::AdditionalMount) -> Self {
+        Mount {
+            source_type: mount.source_type.clone(),
+            name: mount.name.clone(),
+            volume: mount.volume.clone(),
+            subfolder: mount.subfolder.clone().unwrap_or_default(),
+        }
+    }
+
+    pub fn to_api(&self) -> api::AdditionalMount {
+        api::AdditionalMount {
+            source_type: self.source_type.clone(),
+            name: self.name.clone(),
+            volume: self.volume.clone(),
+            subfolder: (!self.subfolder.is_empty()).then(|| self.subfolder.clone()),
+        }
+    }
+}
+
+impl TargetComponent {
+    fn parse(component: &api::BlueprintComponent) -> Result<Self, Problem> {
+        let name = ComponentName::parse(&component.name)?;
+        let version = match component.version.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(ComponentVersion::parse(text).map_err(|e| {
+                Problem::wrap(
+                    format!("could not parse version of target component \"{name}\""),
+                    vec![e],
+                )
+            })?),
+        };
+        Ok(TargetComponent {
+            name,
+            version,
+            absent: component.absent.unwrap_or(false),
+            deploy_config: component.deploy_config.clone().unwrap_or(Value::Null),
+        })
+    }
+
+    /// The deploy config as a map; `None` when it is absent, `null` or not an object (static validation
+    /// reports the latter).
+    pub fn deploy_config_map(&self) -> Option<&Map<String, Value>> {
+        self.deploy_config.as_object()
+    }
+
+    pub fn to_api(&self) -> api::BlueprintComponent {
+        api::BlueprintComponent {
+            name: self.name.to_string(),
+            // Absent components are written without a version, as upstream does.
+            version: if self.absent {
+                None
+            } else {
+                self.version.as_ref().map(|v| v.to_string())
+            },
+            absent: Some(self.absent),
+            deploy_config: self
+                .deploy_config_map()
+                .filter(|m| !m.is_empty())
+                .map(|m| Value::Object(m.clone())),
+        }
+    }
+}
+
+impl MaskDogu {
+    fn parse(dogu: &api::MaskDogu) -> Result<Self, Problem> {
+        let name = DoguName::parse(&dogu.name)?;
+        let version = match dogu.version.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(DoguVersion::parse(text).map_err(|e| {
+                Problem::wrap(
+                    format!("could not parse version of mask dogu \"{name}\""),
+                    vec![e],
+                )
+            })?),
+        };
+        Ok(MaskDogu {
+            name,
+            version,
+            absent: dogu.absent.unwrap_or(false),
+        })
+    }
+}
+
+impl ConfigEntry {
+    fn from_api(entry: &api::ConfigEntry) -> Self {
+        ConfigEntry {
+            key: entry.key.clone(),
+            absent: entry.absent.unwrap_or(false),
+            value: entry.value.clone(),
+            sensitive: entry.sensitive.unwrap_or(false),
+            secret_ref: entry.secret_ref.clone(),
+        }
+    }
+
+    /// The entry as written to `status.effectiveBlueprint`: never a sensitive value.
+    pub fn to_api(&self) -> api::ConfigEntry {
+        api::ConfigEntry {
+            key: self.key.clone(),
+            absent: self.absent.then_some(true),
+            value: if self.sensitive {
+                None
+            } else {
+                self.value.clone()
+            },
+            sensitive: self.sensitive.then_some(true),
+            secret_ref: self.secret_ref.clone(),
+        }
+    }
+}
+
+impl Config {
+    fn from_api(config: Option<&api::BlueprintConfig>) -> Self {
+        let Some(config) = config else {
+            return Config::default();
+        };
+        Config {
+            global: config
+                .global
+                .iter()
+                .flatten()
+                .map(ConfigEntry::from_api)
+                .collect(),
+            dogus: config
+                .dogus
+                .iter()
+                .flatten()
+                .map(|(dogu, entries)| {
+                    (
+                        dogu.clone(),
+                        entries.iter().map(ConfigEntry::from_api).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.global.is_empty() && self.dogus.is_empty()
+    }
+
+    pub fn to_api(&self) -> Option<api::BlueprintConfig> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(api::BlueprintConfig {
+            dogus: (!self.dogus.is_empty()).then(|| {
+                self.dogus
+                    .iter()
+                    .map(|(dogu, entries)| {
+                        (
+                            dogu.clone(),
+                            entries.iter().map(ConfigEntry::to_api).collect(),
+                        )
+                    })
+                    .collect()
+            }),
+            global: (!self.global.is_empty())
+                .then(|| self.global.iter().map(ConfigEntry::to_api).collect()),
+        })
+    }
+}

@@ -1,0 +1,226 @@
+//! What is installed, read from the Dogu and Component CRs. Objects are keyed by `metadata.name`, the
+//! identity every write uses. An object that cannot be read is kept as a problem for that name, so
+//! that it blocks only what concerns it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{Map, Value};
+
+use super::{
+    ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy,
+};
+use crate::api;
+use crate::problem::Problem;
+
+pub const ANNOTATION_BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
+pub const ANNOTATION_REWRITE_TARGET: &str = "nginx.ingress.kubernetes.io/rewrite-target";
+pub const ANNOTATION_CONFIGURATION_SNIPPET: &str =
+    "nginx.ingress.kubernetes.io/configuration-snippet";
+
+/// The dogu operator's default data volume size, which applies when a Dogu CR names none.
+pub const DEFAULT_VOLUME_SIZE: &str = "2Gi";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstalledDogu {
+    pub name: DoguName,
+    pub version: DoguVersion,
+    pub installed_version: Option<DoguVersion>,
+    pub health: String,
+    pub started_at: Option<Time>,
+    pub min_volume_size: Quantity,
+    pub reverse_proxy: ReverseProxy,
+    pub mounts: Vec<Mount>,
+    pub paused: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstalledComponent {
+    pub name: ComponentName,
+    pub version: ComponentVersion,
+    pub installed_version: Option<ComponentVersion>,
+    pub health: String,
+    /// Reconstructed from the CR: `deployNamespace` and `overwriteConfig` (the parsed values YAML).
+    pub deploy_config: Map<String, Value>,
+}
+
+/// Everything read from the cluster's Dogu and Component CRs.
+#[derive(Clone, Debug, Default)]
+pub struct Installed {
+    pub dogus: BTreeMap<String, InstalledDogu>,
+    pub components: BTreeMap<String, InstalledComponent>,
+    /// Objects that exist but could not be read, by `metadata.name`.
+    pub unreadable_dogus: BTreeMap<String, Problem>,
+    pub unreadable_components: BTreeMap<String, Problem>,
+    /// Health of every Dogu CR by name, readable or not (health does not need the spec).
+    pub dogu_health: BTreeMap<String, String>,
+    pub component_health: BTreeMap<String, String>,
+}
+
+impl Installed {
+    pub fn read(dogus: &[api::Dogu], components: &[api::Component]) -> Self {
+        let mut installed = Installed::default();
+        for dogu in dogus {
+            let Some(name) = dogu.metadata.name.clone() else {
+                continue;
+            };
+            let health = dogu
+                .status
+                .as_ref()
+                .and_then(|s| s.health.clone())
+                .unwrap_or_default();
+            installed.dogu_health.insert(name.clone(), health);
+            match InstalledDogu::read(&name, dogu) {
+                Ok(d) => {
+                    installed.dogus.insert(name, d);
+                }
+                Err(p) => {
+                    installed.unreadable_dogus.insert(name, p);
+                }
+            }
+        }
+        for component in components {
+            let Some(name) = component.metadata.name.clone() else {
+                continue;
+            };
+            let health = component
+                .status
+                .as_ref()
+                .and_then(|s| s.health.clone())
+                .unwrap_or_default();
+            installed.component_health.insert(name.clone(), health);
+            match InstalledComponent::read(&name, component) {
+                Ok(c) => {
+                    installed.components.insert(name, c);
+                }
+                Err(p) => {
+                    installed.unreadable_components.insert(name, p);
+                }
+            }
+        }
+        installed
+    }
+}
+
+impl InstalledDogu {
+    fn read(object_name: &str, dogu: &api::Dogu) -> Result<Self, Problem> {
+        let unreadable = |cause: Problem| {
+            Problem::wrap(
+                format!("cannot read dogu CR \"{object_name}\""),
+                vec![cause],
+            )
+        };
+        let spec = &dogu.spec;
+        let name = DoguName::parse(&spec.name).map_err(unreadable)?;
+        if name.simple != object_name {
+            return Err(unreadable(Problem::new(format!(
+                "spec.name \"{}\" does not match the object name",
+                spec.name
+            ))));
+        }
+        let version = DoguVersion::parse(&spec.version).map_err(unreadable)?;
+        let status = dogu.status.clone().unwrap_or_default();
+        let installed_version = match status.installed_version.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(DoguVersion::parse(text).map_err(unreadable)?),
+        };
+        let resources = spec.resources.clone().unwrap_or_default();
+        let size_text = [&resources.min_data_volume_size, &resources.data_volume_size]
+            .into_iter()
+            .flatten()
+            .map(|q| q.0.as_str())
+            .filter(|text| !text.is_empty())
+            .find(|text| Quantity::parse(text).map(|q| !q.is_zero()).unwrap_or(true));
+        let min_volume_size = match size_text {
+            Some(text) => Quantity::parse(text).map_err(unreadable)?,
+            None => Quantity::parse(DEFAULT_VOLUME_SIZE).expect("the default size parses"),
+        };
+        let annotations = spec
+            .additional_ingress_annotations
+            .clone()
+            .unwrap_or_default();
+        let max_body_size = match annotations.get(ANNOTATION_BODY_SIZE) {
+            None => None,
+            Some(text) => Some(Quantity::parse(text).map_err(unreadable)?),
+        };
+        let reverse_proxy = ReverseProxy {
+            max_body_size,
+            rewrite_target: annotations
+                .get(ANNOTATION_REWRITE_TARGET)
+                .cloned()
+                .unwrap_or_default(),
+            additional_config: annotations
+                .get(ANNOTATION_CONFIGURATION_SNIPPET)
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let mounts = spec
+            .additional_mounts
+            .iter()
+            .flatten()
+            .map(|m| Mount {
+                source_type: m.source_type.clone(),
+                name: m.name.clone(),
+                volume: m.volume.clone(),
+                subfolder: m.subfolder.clone().unwrap_or_default(),
+            })
+            .collect();
+        Ok(InstalledDogu {
+            name,
+            version,
+            installed_version,
+            health: status.health.unwrap_or_default(),
+            started_at: status.started_at,
+            min_volume_size,
+            reverse_proxy,
+            mounts,
+            paused: spec.pause_reconciliation.unwrap_or(false),
+        })
+    }
+}
+
+impl InstalledComponent {
+    fn read(object_name: &str, component: &api::Component) -> Result<Self, Problem> {
+        let unreadable = |cause: Problem| {
+            Problem::wrap(
+                format!("cannot read component CR \"{object_name}\""),
+                vec![cause],
+            )
+        };
+        let spec = &component.spec;
+        let name = ComponentName::parse(&format!("{}/{}", spec.namespace, object_name))
+            .map_err(unreadable)?;
+        let version = ComponentVersion::parse(&spec.version).map_err(unreadable)?;
+        let status = component.status.clone().unwrap_or_default();
+        // An unreadable installed version means "not known yet", as upstream treats it.
+        let installed_version = status
+            .installed_version
+            .as_deref()
+            .and_then(|v| ComponentVersion::parse(v).ok());
+        let mut deploy_config = Map::new();
+        if let Some(namespace) = spec.deploy_namespace.as_ref().filter(|n| !n.is_empty()) {
+            deploy_config.insert("deployNamespace".into(), Value::String(namespace.clone()));
+        }
+        if let Some(text) = spec
+            .values_yaml_overwrite
+            .as_ref()
+            .filter(|t| !t.trim().is_empty())
+        {
+            let values: Value = serde_saphyr::from_str(text).map_err(|e| {
+                unreadable(Problem::new(format!(
+                    "failed to unmarshal values yaml overwrite: {e}"
+                )))
+            })?;
+            if !values.is_null() {
+                deploy_config.insert("overwriteConfig".into(), values);
+            }
+        }
+        Ok(InstalledComponent {
+            name,
+            version,
+            installed_version,
+            health: status.health.unwrap_or_default(),
+            deploy_config,
+        })
+    }
+}

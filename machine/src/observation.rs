@@ -1,0 +1,192 @@
+//! What one reconcile sees: the cluster as `kubectl get` would show it, plus what the operator knows
+//! about itself. Built by the shell (or by `plan` from files, or read back from a journal); never
+//! contains a plaintext secret.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{Blueprint, Component, Dogu};
+use crate::model::DoguDescriptor;
+
+/// The qualified name of the operator's own component.
+pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Observation {
+    /// The time of this observation; the only clock the machine knows.
+    pub now: Time,
+    pub operator: OperatorFacts,
+    /// The Blueprint being reconciled, as stored (metadata incl. generation, spec, previous status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blueprint: Option<Blueprint>,
+    /// How many Blueprints exist in the namespace (only one is allowed).
+    pub blueprint_count: usize,
+    #[serde(default)]
+    pub dogus: Vec<Dogu>,
+    #[serde(default)]
+    pub components: Vec<Component>,
+    /// `global-config`.
+    #[serde(default)]
+    pub global_config: ConfigObservation<String>,
+    /// `<dogu>-config` ConfigMaps by dogu name; a dogu without an entry has no config object.
+    #[serde(default)]
+    pub dogu_configs: BTreeMap<String, ConfigObservation<String>>,
+    /// `<dogu>-config` Secrets by dogu name, values as digests.
+    #[serde(default)]
+    pub sensitive_configs: BTreeMap<String, ConfigObservation<SecretDigest>>,
+    /// The Secrets the blueprint references, by name; a name without an entry is missing.
+    #[serde(default)]
+    pub referenced_secrets: BTreeMap<String, ReferencedSecret>,
+    /// Descriptors of the dogus the blueprint wants (see [`crate::wanted_descriptors`]).
+    #[serde(default)]
+    pub descriptors: Vec<DescriptorEntry>,
+    /// Data of the `k8s-blueprint-operator-health-config` ConfigMap; `None` when it does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_config: Option<BTreeMap<String, String>>,
+}
+
+/// What the operator knows about itself.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorFacts {
+    /// The namespace the operator works in.
+    pub namespace: String,
+    /// Its own component's qualified name (`k8s/k8s-blueprint-operator`).
+    pub component: String,
+    /// The version of the running operator; `None` when unknown (then only the component's installed
+    /// version decides whether a self-upgrade finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl OperatorFacts {
+    pub fn new(namespace: impl Into<String>, version: Option<String>) -> Self {
+        OperatorFacts {
+            namespace: namespace.into(),
+            component: OWN_COMPONENT.to_owned(),
+            version,
+        }
+    }
+}
+
+/// One config object (ConfigMap or Secret in the registry format), flattened to `a/b` keys.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum ConfigObservation<V> {
+    /// The object does not exist (no config at all).
+    #[default]
+    Missing,
+    Present {
+        entries: BTreeMap<String, V>,
+        /// When the object was last written (newest `managedFields` time, else its creation time).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_updated: Option<Time>,
+        /// The `resourceVersion` read; writes are conditional on it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+    },
+    /// The object exists but its content is not in the registry format.
+    Malformed {
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_updated: Option<Time>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+    },
+}
+
+impl<V> ConfigObservation<V> {
+    pub fn last_updated(&self) -> Option<&Time> {
+        match self {
+            ConfigObservation::Missing => None,
+            ConfigObservation::Present { last_updated, .. }
+            | ConfigObservation::Malformed { last_updated, .. } => last_updated.as_ref(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&V> {
+        match self {
+            ConfigObservation::Present { entries, .. } => entries.get(key),
+            _ => None,
+        }
+    }
+
+    pub fn entries(&self) -> Option<&BTreeMap<String, V>> {
+        match self {
+            ConfigObservation::Present { entries, .. } => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// What a write must be conditional on.
+    pub fn base(&self) -> ObjectBase {
+        match self {
+            ConfigObservation::Missing => ObjectBase::Absent,
+            ConfigObservation::Present {
+                resource_version, ..
+            }
+            | ConfigObservation::Malformed {
+                resource_version, ..
+            } => ObjectBase::Version(resource_version.clone().unwrap_or_default()),
+        }
+    }
+}
+
+/// The state a write is based on: the object was absent (create it), or had this `resourceVersion`
+/// (update it only if it still has).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "resourceVersion")]
+pub enum ObjectBase {
+    Absent,
+    Version(String),
+}
+
+/// A keyed digest (HMAC-SHA256 with a per-process key) of a secret value. Only equality matters to the
+/// machine; the value itself never leaves the observer.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(transparent)]
+pub struct SecretDigest(pub String);
+
+impl fmt::Debug for SecretDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "digest:{}", self.0.get(..12).unwrap_or(&self.0))
+    }
+}
+
+/// A Secret the blueprint references.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum ReferencedSecret {
+    Missing,
+    Present {
+        keys: BTreeMap<String, SecretDigest>,
+    },
+}
+
+/// The descriptor lookup for one wanted dogu in one version.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DescriptorEntry {
+    /// Qualified name, e.g. `official/redmine`.
+    pub name: String,
+    pub version: String,
+    pub lookup: DescriptorLookup,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", tag = "result")]
+pub enum DescriptorLookup {
+    Found {
+        descriptor: DoguDescriptor,
+    },
+    /// The registry has no such dogu or version.
+    NotFound,
+    /// The registry could not be asked (down, credentials, timeout) or no descriptors were given.
+    Unavailable {
+        reason: String,
+    },
+}

@@ -1,0 +1,53 @@
+//! Whether the dogus the blueprint wants run what it wants: their installed version is the wanted one,
+//! and they (re)started after their config (global, own, sensitive) was last written.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::model::Installed;
+use crate::observation::Observation;
+use crate::validation::EffectiveBlueprint;
+
+/// The wanted dogus that are not up to date yet, sorted.
+pub fn stale_dogus(
+    effective: &EffectiveBlueprint,
+    installed: &Installed,
+    observation: &Observation,
+) -> Vec<String> {
+    let global_updated = observation.global_config.last_updated();
+    let mut stale: Vec<String> = effective
+        .wanted_dogus()
+        .filter(|target| {
+            let name = &target.name.simple;
+            let Some(dogu) = installed.dogus.get(name) else {
+                return true;
+            };
+            if dogu.installed_version.as_ref() != Some(&dogu.version) {
+                return true;
+            }
+            // A config object that does not exist has no time and makes nothing stale.
+            let config_times = [
+                global_updated,
+                observation
+                    .dogu_configs
+                    .get(name)
+                    .and_then(|c| c.last_updated()),
+                observation
+                    .sensitive_configs
+                    .get(name)
+                    .and_then(|c| c.last_updated()),
+            ];
+            config_times
+                .into_iter()
+                .flatten()
+                .any(|updated| started_before(dogu.started_at.as_ref(), updated))
+        })
+        .map(|target| target.name.simple.clone())
+        .collect();
+    stale.sort();
+    stale
+}
+
+/// A dogu that never reported a start is older than any config write.
+fn started_before(started_at: Option<&Time>, updated: &Time) -> bool {
+    started_at.is_none_or(|started| started < updated)
+}

@@ -1,0 +1,156 @@
+//! Dynamic validation: checks that need the wanted dogus' descriptors (`dogu.json`): dependencies and
+//! additional mounts.
+
+use std::collections::HashMap;
+
+use super::effective::EffectiveBlueprint;
+use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
+use crate::observation::{DescriptorEntry, DescriptorLookup};
+use crate::problem::Problem;
+
+/// Dependencies that single-node installations needed and that no blueprint lists.
+const EXEMPT_DEPENDENCIES: [&str; 2] = ["registrator", "nginx"];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Validity {
+    Valid,
+    /// Dependencies or mounts are not satisfied.
+    Invalid(Problem),
+    /// The registry has no descriptor for at least one wanted dogu (version).
+    DescriptorsNotFound(Problem),
+    /// Descriptors could not be loaded; validity is unknown.
+    DescriptorsUnavailable(Problem),
+}
+
+pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
+    let index: HashMap<(&str, &str), &DescriptorLookup> = descriptors
+        .iter()
+        .map(|e| ((e.name.as_str(), e.version.as_str()), &e.lookup))
+        .collect();
+    let wanted: Vec<&TargetDogu> = effective.wanted_dogus().collect();
+
+    let mut found: Vec<(&TargetDogu, &DoguDescriptor)> = Vec::with_capacity(wanted.len());
+    let mut not_found = Vec::new();
+    let mut unavailable = Vec::new();
+    for dogu in &wanted {
+        let name = dogu.name.to_string();
+        let version = dogu.version.as_ref().map(|v| v.raw()).unwrap_or("");
+        match index.get(&(name.as_str(), version)) {
+            Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, descriptor)),
+            Some(DescriptorLookup::NotFound) => not_found.push(Problem::new(format!(
+                "dogu \"{name}\" with version \"{version}\" could not be found"
+            ))),
+            Some(DescriptorLookup::Unavailable { reason }) => unavailable.push(Problem::new(format!(
+                "failed to get dogu \"{name}\" with version \"{version}\": {reason}"
+            ))),
+            None => unavailable.push(Problem::new(format!(
+                "failed to get dogu \"{name}\" with version \"{version}\": the descriptor was not looked up"
+            ))),
+        }
+    }
+    if let Some(problem) = Problem::wrap_all(
+        "remote dogu registry has no dogu specification for at least one wanted dogu",
+        not_found,
+    ) {
+        return Validity::DescriptorsNotFound(problem);
+    }
+    if let Some(problem) = Problem::wrap_all(
+        "cannot load dogu specifications from remote registry for dogu dependency validation",
+        unavailable,
+    ) {
+        return Validity::DescriptorsUnavailable(problem);
+    }
+
+    let problems: Vec<Problem> = [
+        Problem::wrap_all(
+            "dependencies are not satisfied in effective blueprint",
+            found
+                .iter()
+                .filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &wanted))
+                .collect(),
+        ),
+        Problem::wrap_all(
+            "additionalMounts are invalid in effective blueprint",
+            found
+                .iter()
+                .flat_map(|(dogu, descriptor)| mount_problems(dogu, descriptor))
+                .collect(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match Problem::wrap_all("blueprint spec is invalid", problems) {
+        Some(problem) => Validity::Invalid(problem),
+        None => Validity::Valid,
+    }
+}
+
+fn dependency_problems(
+    dogu: &TargetDogu,
+    descriptor: &DoguDescriptor,
+    wanted: &[&TargetDogu],
+) -> Option<Problem> {
+    let mut problems = Vec::new();
+    for dependency in descriptor.dependencies.iter().filter(|d| d.is_dogu()) {
+        if EXEMPT_DEPENDENCIES.contains(&dependency.name.as_str()) {
+            continue;
+        }
+        let Some(present) = wanted.iter().find(|w| w.name.simple == dependency.name) else {
+            problems.push(Problem::new(format!(
+                "dependency '{}' in version '{}' is not a present dogu in the effective blueprint",
+                dependency.name, dependency.version
+            )));
+            continue;
+        };
+        let Some(version) = &present.version else {
+            continue;
+        };
+        match VersionConstraint::parse(&dependency.version) {
+            Err(e) => problems.push(Problem::wrap(
+                format!(
+                    "failed to parse version comparator of version {} for dogu dependency {}",
+                    dependency.version, present.name
+                ),
+                vec![e],
+            )),
+            Ok(constraint) if !constraint.allows(version) => problems.push(Problem::new(format!(
+                "parsed version {} does not fulfill version requirement of {} dogu {}",
+                version, dependency.version, present.name
+            ))),
+            Ok(_) => {}
+        }
+    }
+    Problem::wrap_all(
+        format!(
+            "dependencies for dogu '{}' are not satisfied in blueprint",
+            dogu.name
+        ),
+        problems,
+    )
+}
+
+fn mount_problems(dogu: &TargetDogu, descriptor: &DoguDescriptor) -> Vec<Problem> {
+    if dogu.mounts.is_empty() {
+        return Vec::new();
+    }
+    let allowed: Vec<&str> = descriptor
+        .volumes
+        .iter()
+        .filter(|v| v.clients.is_empty())
+        .map(|v| v.name.as_str())
+        .collect();
+    dogu.mounts
+        .iter()
+        .filter(|m| !allowed.contains(&m.volume.as_str()))
+        .map(|m| {
+            let quoted: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+            Problem::new(format!(
+                "volume \"{}\" in additional mount for dogu \"{}\" is invalid because either the volume does not exist or it has volume clients. It needs to be one of [{}]",
+                m.volume,
+                dogu.name,
+                quoted.join(" ")
+            ))
+        })
+        .collect()
+}

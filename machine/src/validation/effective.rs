@@ -1,0 +1,80 @@
+//! The effective blueprint: the blueprint with the mask applied.
+
+use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
+use crate::problem::Problem;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EffectiveBlueprint {
+    pub dogus: Vec<TargetDogu>,
+    pub components: Vec<TargetComponent>,
+    pub config: Config,
+}
+
+impl EffectiveBlueprint {
+    /// Applies the mask. Static validation has already rejected masks that do not match.
+    pub fn compute(blueprint: &ParsedBlueprint) -> Result<Self, Problem> {
+        let mut config = blueprint.config.clone();
+        let dogus = blueprint
+            .dogus
+            .iter()
+            .map(|dogu| {
+                let mut effective = dogu.clone();
+                if let Some(masked) = blueprint
+                    .mask
+                    .iter()
+                    .find(|m| m.name.simple == dogu.name.simple)
+                {
+                    if let Some(version) = &masked.version {
+                        effective.version = Some(version.clone());
+                    }
+                    if masked.name.namespace != dogu.name.namespace
+                        && blueprint.flags.allow_dogu_namespace_switch
+                    {
+                        effective.name.namespace = masked.name.namespace.clone();
+                    }
+                    effective.absent = masked.absent;
+                    if masked.absent {
+                        config.dogus.remove(&dogu.name.simple);
+                    }
+                }
+                effective
+            })
+            .collect::<Vec<_>>();
+
+        let problems: Vec<Problem> = config
+            .dogus
+            .keys()
+            .filter(|d| !dogus.iter().any(|e| !e.absent && &e.name.simple == *d))
+            .map(|d| {
+                Problem::new(format!("setting config for dogu \"{d}\" is not allowed as it will not be installed with the blueprint"))
+            })
+            .collect();
+        if let Some(problem) = Problem::join(problems) {
+            return Err(problem);
+        }
+        Ok(EffectiveBlueprint {
+            dogus,
+            components: blueprint.components.clone(),
+            config,
+        })
+    }
+
+    /// Dogus that must be installed.
+    pub fn wanted_dogus(&self) -> impl Iterator<Item = &TargetDogu> {
+        self.dogus.iter().filter(|d| !d.absent)
+    }
+
+    pub fn to_api(&self) -> crate::api::BlueprintManifest {
+        crate::api::BlueprintManifest {
+            dogus: (!self.dogus.is_empty())
+                .then(|| self.dogus.iter().map(TargetDogu::to_api).collect()),
+            components: (!self.components.is_empty()).then(|| {
+                self.components
+                    .iter()
+                    .map(TargetComponent::to_api)
+                    .collect()
+            }),
+            config: self.config.to_api(),
+        }
+    }
+}

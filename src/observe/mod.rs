@@ -1,0 +1,225 @@
+//! Builds the machine's [`Observation`] from Kubernetes objects: the same code serves the controller
+//! (objects from its reflector stores) and `plan` (objects from a file).
+//!
+//! Config objects are recognised by their registry labels (`k8s.cloudogu.com/type`, `dogu.name`).
+//! A config object's "last updated" time is the newest `metadata.managedFields[].time` (the last write
+//! by any field manager), else its `creationTimestamp`.
+
+pub mod digest;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::health::HEALTH_CONFIG_MAP;
+use blueprint_machine::observation::{
+    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest,
+};
+use blueprint_machine::registry_config::{self, DATA_KEY};
+
+pub use digest::Digester;
+
+pub const TYPE_LABEL: &str = "k8s.cloudogu.com/type";
+pub const DOGU_LABEL: &str = "dogu.name";
+pub const GLOBAL_CONFIG: &str = "global-config";
+
+/// What a registry-labelled config object holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigKind {
+    Global,
+    Dogu(String),
+    Sensitive(String),
+}
+
+/// The kind of config a ConfigMap or Secret holds, from its labels.
+pub fn config_kind(meta: &ObjectMeta) -> Option<ConfigKind> {
+    let labels = meta.labels.as_ref()?;
+    match labels.get(TYPE_LABEL)?.as_str() {
+        "global-config" => Some(ConfigKind::Global),
+        "dogu-config" => labels.get(DOGU_LABEL).map(|d| ConfigKind::Dogu(d.clone())),
+        "sensitive-config" => labels
+            .get(DOGU_LABEL)
+            .map(|d| ConfigKind::Sensitive(d.clone())),
+        _ => None,
+    }
+}
+
+/// When the object was last written.
+pub fn last_updated(meta: &ObjectMeta) -> Option<Time> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.time.clone())
+        .max()
+        .or_else(|| meta.creation_timestamp.clone())
+}
+
+/// A config ConfigMap, flattened.
+pub fn config_map_observation(config_map: &ConfigMap) -> ConfigObservation<String> {
+    let last_updated = last_updated(&config_map.metadata);
+    let resource_version = config_map.metadata.resource_version.clone();
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|d| d.get(DATA_KEY))
+        .map(String::as_str)
+        .unwrap_or("");
+    match registry_config::parse(text) {
+        Ok(entries) => ConfigObservation::Present {
+            entries,
+            last_updated,
+            resource_version,
+        },
+        Err(e) => ConfigObservation::Malformed {
+            reason: e.to_string(),
+            last_updated,
+            resource_version,
+        },
+    }
+}
+
+/// A sensitive-config Secret, flattened, values digested.
+pub fn sensitive_observation(
+    secret: &Secret,
+    digester: &Digester,
+) -> ConfigObservation<SecretDigest> {
+    let last_updated = last_updated(&secret.metadata);
+    let resource_version = secret.metadata.resource_version.clone();
+    let text = secret_value(secret, DATA_KEY)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    match registry_config::parse(&text) {
+        Ok(entries) => ConfigObservation::Present {
+            entries: entries
+                .into_iter()
+                .map(|(k, v)| (k, digester.digest(v.as_bytes())))
+                .collect(),
+            last_updated,
+            resource_version,
+        },
+        // The parser's message may quote the content: keep only what kind of problem it is.
+        Err(e) => ConfigObservation::Malformed {
+            reason: format!(
+                "{} (details withheld: the content is sensitive)",
+                sensitive_error_kind(&e)
+            ),
+            last_updated,
+            resource_version,
+        },
+    }
+}
+
+fn sensitive_error_kind(error: &registry_config::ConfigError) -> &'static str {
+    match error {
+        registry_config::ConfigError::Yaml(_) => "config.yaml is not valid YAML",
+        registry_config::ConfigError::NotAMapping => "config.yaml is not a mapping",
+        registry_config::ConfigError::NotAString(_) => {
+            "config.yaml holds a value that is not a string"
+        }
+        _ => "config.yaml is not in the registry format",
+    }
+}
+
+/// A Secret's value for `key`: `data`, or `stringData` of an object not yet stored.
+fn secret_value(secret: &Secret, key: &str) -> Option<Vec<u8>> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|s| s.as_bytes().to_vec())
+        })
+}
+
+/// A Secret the blueprint references, each key digested.
+pub fn referenced_secret(secret: Option<&Secret>, digester: &Digester) -> ReferencedSecret {
+    let Some(secret) = secret else {
+        return ReferencedSecret::Missing;
+    };
+    let mut keys = BTreeMap::new();
+    for (key, value) in secret.data.iter().flatten() {
+        keys.insert(key.clone(), digester.digest(&value.0));
+    }
+    for (key, value) in secret.string_data.iter().flatten() {
+        keys.insert(key.clone(), digester.digest(value.as_bytes()));
+    }
+    ReferencedSecret::Present { keys }
+}
+
+/// Everything an observation is built from.
+pub struct Snapshot<'a> {
+    pub now: Time,
+    pub operator: OperatorFacts,
+    pub blueprint: Option<&'a Blueprint>,
+    pub blueprint_count: usize,
+    pub dogus: Vec<&'a Dogu>,
+    pub components: Vec<&'a Component>,
+    pub config_maps: Vec<&'a ConfigMap>,
+    pub secrets: Vec<&'a Secret>,
+    pub descriptors: Vec<DescriptorEntry>,
+}
+
+impl Snapshot<'_> {
+    pub fn observe(&self, digester: &Digester) -> Observation {
+        let mut global_config = ConfigObservation::Missing;
+        let mut dogu_configs = BTreeMap::new();
+        let mut health_config = None;
+        for config_map in &self.config_maps {
+            if config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG_MAP) {
+                health_config = Some(config_map.data.clone().unwrap_or_default());
+            }
+            match config_kind(&config_map.metadata) {
+                Some(ConfigKind::Global) => global_config = config_map_observation(config_map),
+                Some(ConfigKind::Dogu(dogu)) => {
+                    dogu_configs.insert(dogu, config_map_observation(config_map));
+                }
+                _ => {}
+            }
+        }
+        let referenced: std::collections::BTreeSet<String> = self
+            .blueprint
+            .map(blueprint_machine::referenced_secrets)
+            .unwrap_or_default();
+        let mut sensitive_configs = BTreeMap::new();
+        let mut referenced_secrets = BTreeMap::new();
+        for secret in &self.secrets {
+            if let Some(ConfigKind::Sensitive(dogu)) = config_kind(&secret.metadata) {
+                sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
+            }
+            if let Some(name) = secret
+                .metadata
+                .name
+                .as_ref()
+                .filter(|n| referenced.contains(*n))
+            {
+                referenced_secrets.insert(name.clone(), referenced_secret(Some(secret), digester));
+            }
+        }
+        for name in referenced {
+            referenced_secrets
+                .entry(name)
+                .or_insert(ReferencedSecret::Missing);
+        }
+        Observation {
+            now: self.now.clone(),
+            operator: self.operator.clone(),
+            blueprint: self.blueprint.cloned(),
+            blueprint_count: self.blueprint_count,
+            dogus: self.dogus.iter().map(|d| (*d).clone()).collect(),
+            components: self.components.iter().map(|c| (*c).clone()).collect(),
+            global_config,
+            dogu_configs,
+            sensitive_configs,
+            referenced_secrets,
+            descriptors: self.descriptors.clone(),
+            health_config,
+        }
+    }
+}

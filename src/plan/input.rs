@@ -1,0 +1,168 @@
+//! Reading `plan`'s inputs: the Blueprint, the cluster objects (as `kubectl get -o yaml` prints them)
+//! and the dogu descriptors directory. Every failure names the file and, where the parser knows it,
+//! the position.
+
+use std::fmt;
+use std::path::{Component as PathComponent, Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::observation::{DescriptorEntry, DescriptorLookup};
+
+#[derive(Debug)]
+pub struct InputError {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn error(file: &Path, message: impl Into<String>) -> InputError {
+    InputError {
+        file: file.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn read(file: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(file).map_err(|e| error(file, format!("cannot read the file: {e}")))
+}
+
+/// The objects of a cluster snapshot, by kind.
+#[derive(Debug, Default)]
+pub struct ClusterObjects {
+    pub blueprints: Vec<Blueprint>,
+    pub dogus: Vec<Dogu>,
+    pub components: Vec<Component>,
+    pub config_maps: Vec<ConfigMap>,
+    pub secrets: Vec<Secret>,
+    /// `Kind/name` of objects that were not used, for a warning.
+    pub ignored: Vec<String>,
+}
+
+/// Reads exactly one Blueprint from a YAML or JSON file.
+pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
+    let text = read(file)?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    let [document] = documents.as_slice() else {
+        return Err(error(
+            file,
+            format!(
+                "expected exactly one Blueprint document, found {}",
+                documents.len()
+            ),
+        ));
+    };
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != "Blueprint" {
+        return Err(error(
+            file,
+            format!("expected kind Blueprint, found {kind:?}"),
+        ));
+    }
+    // Decoding the text again (not the Value) keeps line and column in the error message.
+    serde_saphyr::from_str::<Blueprint>(&text)
+        .map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
+}
+
+/// Reads Kubernetes objects: a `List`, or one or more YAML documents.
+pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
+    let text = read(file)?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    let mut items = Vec::new();
+    for document in documents.into_iter().filter(|d| !d.is_null()) {
+        let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind == "List" || kind.ends_with("List") {
+            match document.get("items") {
+                Some(Value::Array(list)) => items.extend(list.iter().cloned()),
+                Some(Value::Null) | None => {}
+                Some(_) => return Err(error(file, format!("{kind}.items must be a list"))),
+            }
+        } else {
+            items.push(document);
+        }
+    }
+    let mut objects = ClusterObjects::default();
+    for (index, item) in items.into_iter().enumerate() {
+        let kind = item
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let label = format!("object {} ({kind} {name:?})", index + 1);
+        match kind.as_str() {
+            "Blueprint" => objects.blueprints.push(typed(file, &label, item)?),
+            "Dogu" => objects.dogus.push(typed(file, &label, item)?),
+            "Component" => objects.components.push(typed(file, &label, item)?),
+            "ConfigMap" => objects.config_maps.push(typed(file, &label, item)?),
+            "Secret" => objects.secrets.push(typed(file, &label, item)?),
+            "" => return Err(error(file, format!("{label} has no kind"))),
+            _ => objects.ignored.push(format!("{kind}/{name}")),
+        }
+    }
+    Ok(objects)
+}
+
+fn typed<T: DeserializeOwned>(file: &Path, label: &str, item: Value) -> Result<T, InputError> {
+    serde_json::from_value(item).map_err(|e| error(file, format!("{label} is not valid: {e}")))
+}
+
+/// Looks up each wanted dogu's descriptor as `DIR/<namespace>/<name>/<version>.json`.
+pub fn read_descriptors(
+    dir: Option<&Path>,
+    wanted: &[(String, String)],
+) -> Result<Vec<DescriptorEntry>, InputError> {
+    let mut entries = Vec::with_capacity(wanted.len());
+    for (name, version) in wanted {
+        let lookup = match dir {
+            None => DescriptorLookup::Unavailable {
+                reason: "no dogu descriptors were given (plan --descriptors DIR)".into(),
+            },
+            Some(dir) => match descriptor_path(dir, name, version) {
+                None => DescriptorLookup::Unavailable {
+                    reason: format!("{name} {version} cannot name a descriptor file"),
+                },
+                Some(path) if !path.exists() => DescriptorLookup::NotFound,
+                Some(path) => {
+                    let text = read(&path)?;
+                    let descriptor: DoguDescriptor = serde_json::from_str(&text)
+                        .map_err(|e| error(&path, format!("not a valid dogu.json: {e}")))?;
+                    DescriptorLookup::Found { descriptor }
+                }
+            },
+        };
+        entries.push(DescriptorEntry {
+            name: name.clone(),
+            version: version.clone(),
+            lookup,
+        });
+    }
+    Ok(entries)
+}
+
+/// `DIR/<namespace>/<name>/<version>.json`, or `None` if the parts would leave `DIR`.
+fn descriptor_path(dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
+    let relative = PathBuf::from(format!("{name}/{version}.json"));
+    let plain = relative
+        .components()
+        .all(|c| matches!(c, PathComponent::Normal(_)));
+    (plain && relative.components().count() == 3).then(|| dir.join(relative))
+}
