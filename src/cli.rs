@@ -63,15 +63,7 @@ pub fn main() -> ExitCode {
             print!("{}", crd::yaml(which));
             ExitCode::SUCCESS
         }
-        Command::Plan {
-            blueprint,
-            cluster,
-            descriptors,
-            now,
-            namespace,
-            operator_version,
-            output,
-        } => {
+        Command::Plan { blueprint, cluster, descriptors, now, namespace, operator_version, output } => {
             let args = PlanArgs {
                 blueprint,
                 cluster,

@@ -11,14 +11,8 @@ pub const COMPLETED: &str = "Completed";
 pub const LAST_APPLY_SUCCEEDED: &str = "LastApplySucceeded";
 
 /// In the order they are added to a new Blueprint's status.
-pub const ALL: [&str; 6] = [
-    VALID,
-    EXECUTABLE,
-    ECOSYSTEM_HEALTHY,
-    SELF_UPGRADE_COMPLETED,
-    COMPLETED,
-    LAST_APPLY_SUCCEEDED,
-];
+pub const ALL: [&str; 6] =
+    [VALID, EXECUTABLE, ECOSYSTEM_HEALTHY, SELF_UPGRADE_COMPLETED, COMPLETED, LAST_APPLY_SUCCEEDED];
 
 /// Condition reasons (CamelCase, part of the API).
 pub mod reason {
@@ -79,20 +73,10 @@ pub struct Conditions {
 impl Conditions {
     /// The stored conditions, with every missing one of the six added as `Unknown/InitialSyncPending`.
     pub fn new(stored: &[Condition], now: Time, generation: i64) -> Self {
-        let mut conditions = Conditions {
-            stored: stored.to_vec(),
-            current: stored.to_vec(),
-            now,
-            generation,
-        };
+        let mut conditions = Conditions { stored: stored.to_vec(), current: stored.to_vec(), now, generation };
         for type_ in ALL {
             if conditions.get(type_).is_none() {
-                conditions.set(
-                    type_,
-                    Status::Unknown,
-                    reason::INITIAL_SYNC_PENDING,
-                    INITIAL_MESSAGE,
-                );
+                conditions.set(type_, Status::Unknown, reason::INITIAL_SYNC_PENDING, INITIAL_MESSAGE);
             }
         }
         conditions
@@ -100,12 +84,7 @@ impl Conditions {
 
     /// Continues from conditions already decided (`current`), still comparing against `stored`.
     pub fn resume(stored: &[Condition], current: &[Condition], now: Time, generation: i64) -> Self {
-        Conditions {
-            stored: stored.to_vec(),
-            current: current.to_vec(),
-            now,
-            generation,
-        }
+        Conditions { stored: stored.to_vec(), current: current.to_vec(), now, generation }
     }
 
     pub fn get(&self, type_: &str) -> Option<&Condition> {
@@ -122,13 +101,7 @@ impl Conditions {
     }
 
     /// Sets a condition for the current generation. Returns whether anything but the generation changed.
-    pub fn set(
-        &mut self,
-        type_: &str,
-        status: Status,
-        reason: &str,
-        message: impl Into<String>,
-    ) -> bool {
+    pub fn set(&mut self, type_: &str, status: Status, reason: &str, message: impl Into<String>) -> bool {
         let message = truncate(message.into());
         let generation = Some(self.generation);
         match self.current.iter_mut().find(|c| c.type_ == type_) {
@@ -168,9 +141,7 @@ impl Conditions {
     pub fn changed(&self, type_: &str) -> bool {
         match (self.stored(type_), self.get(type_)) {
             (Some(before), Some(after)) => {
-                before.status != after.status
-                    || before.reason != after.reason
-                    || before.message != after.message
+                before.status != after.status || before.reason != after.reason || before.message != after.message
             }
             (None, Some(_)) => true,
             _ => false,
@@ -213,13 +184,11 @@ mod tests {
     fn initialises_missing_conditions_in_order() {
         let c = Conditions::new(&[], at(1), 3);
         let list = c.into_vec();
-        assert_eq!(
-            list.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(),
-            ALL
+        assert_eq!(list.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(), ALL);
+        assert!(
+            list.iter()
+                .all(|c| c.status == "Unknown" && c.reason == "InitialSyncPending" && c.observed_generation == Some(3))
         );
-        assert!(list.iter().all(|c| c.status == "Unknown"
-            && c.reason == "InitialSyncPending"
-            && c.observed_generation == Some(3)));
     }
 
     #[test]
@@ -231,10 +200,7 @@ mod tests {
         let stored = c.into_vec();
 
         let mut c = Conditions::new(&stored, at(5), 2);
-        assert!(
-            c.set(VALID, Status::False, reason::INCONSISTENT, "b"),
-            "reason and message changes count"
-        );
+        assert!(c.set(VALID, Status::False, reason::INCONSISTENT, "b"), "reason and message changes count");
         assert_eq!(c.get(VALID).unwrap().last_transition_time, at(1));
         assert!(!c.transitioned(VALID));
         assert!(c.changed(VALID));
@@ -242,10 +208,7 @@ mod tests {
         assert_eq!(c.get(VALID).unwrap().last_transition_time, at(5));
         assert!(c.transitioned(VALID));
         assert_eq!(c.get(VALID).unwrap().observed_generation, Some(2));
-        assert!(
-            !c.set(VALID, Status::True, reason::VALID, ""),
-            "setting the same again is no change"
-        );
+        assert!(!c.set(VALID, Status::True, reason::VALID, ""), "setting the same again is no change");
     }
 
     #[test]

@@ -131,18 +131,14 @@ impl Operation {
     /// The object the operation writes, as `kind/name`.
     pub fn object(&self) -> String {
         match self {
-            Operation::CreateDogu { object } => format!(
-                "dogus/{}",
-                object.metadata.name.as_deref().unwrap_or_default()
-            ),
+            Operation::CreateDogu { object } => {
+                format!("dogus/{}", object.metadata.name.as_deref().unwrap_or_default())
+            }
             Operation::PatchDogu { name, .. } | Operation::DeleteDogu { name } => {
                 format!("dogus/{name}")
             }
             Operation::CreateComponent { object } => {
-                format!(
-                    "components/{}",
-                    object.metadata.name.as_deref().unwrap_or_default()
-                )
+                format!("components/{}", object.metadata.name.as_deref().unwrap_or_default())
             }
             Operation::PatchComponent { name, .. } | Operation::DeleteComponent { name } => {
                 format!("components/{name}")
@@ -237,10 +233,7 @@ pub enum Requeue {
 
 impl Requeue {
     pub fn after(seconds: u64, reason: impl Into<String>) -> Self {
-        Requeue::After {
-            after: Duration::from_secs(seconds),
-            reason: reason.into(),
-        }
+        Requeue::After { after: Duration::from_secs(seconds), reason: reason.into() }
     }
 }
 

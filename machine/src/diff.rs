@@ -169,9 +169,7 @@ impl<'a> Diff<'a> {
 
     /// Whether the dogu's own config (normal or sensitive) or the global config changes.
     pub fn config_changes_for(&self, dogu: &str) -> bool {
-        !self.global.is_empty()
-            || self.dogu_config.contains_key(dogu)
-            || self.sensitive_config.contains_key(dogu)
+        !self.global.is_empty() || self.dogu_config.contains_key(dogu) || self.sensitive_config.contains_key(dogu)
     }
 
     pub fn dogu(&self, name: &str) -> Option<&DoguChange<'a>> {
@@ -206,11 +204,7 @@ pub fn compute<'a>(
         let installed = installed.dogus.get(name);
         let actions = dogu_actions(target, installed);
         if !actions.is_empty() {
-            diff.dogus.push(DoguChange {
-                target,
-                installed,
-                actions,
-            });
+            diff.dogus.push(DoguChange { target, installed, actions });
         }
     }
     diff.dogus.sort_by(|a, b| a.name().cmp(b.name()));
@@ -224,11 +218,7 @@ pub fn compute<'a>(
         let installed = installed.components.get(name);
         let actions = component_actions(target, installed);
         if !actions.is_empty() {
-            diff.components.push(ComponentChange {
-                target,
-                installed,
-                actions,
-            });
+            diff.components.push(ComponentChange { target, installed, actions });
         }
     }
     diff.components.sort_by(|a, b| a.name().cmp(b.name()));
@@ -243,10 +233,7 @@ pub fn compute<'a>(
     for (dogu, entries) in &config.dogus {
         let normal: Vec<_> = entries.iter().filter(|e| !e.sensitive).collect();
         if !normal.is_empty() {
-            let store = observation
-                .dogu_configs
-                .get(dogu)
-                .unwrap_or(&ConfigObservation::Missing);
+            let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, &format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let changes = value_changes(normal.into_iter(), actual);
@@ -259,10 +246,7 @@ pub fn compute<'a>(
         }
         let sensitive: Vec<_> = entries.iter().filter(|e| e.sensitive).collect();
         if !sensitive.is_empty() {
-            let store = observation
-                .sensitive_configs
-                .get(dogu)
-                .unwrap_or(&ConfigObservation::Missing);
+            let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, &format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();
@@ -305,16 +289,11 @@ pub fn compute<'a>(
 }
 
 /// The entries of a config object, or why they cannot be read. A missing object is an empty config.
-fn readable<'o, V>(
-    store: &'o ConfigObservation<V>,
-    what: &str,
-) -> Result<Option<&'o BTreeMap<String, V>>, Problem> {
+fn readable<'o, V>(store: &'o ConfigObservation<V>, what: &str) -> Result<Option<&'o BTreeMap<String, V>>, Problem> {
     match store {
         ConfigObservation::Missing => Ok(None),
         ConfigObservation::Present { entries, .. } => Ok(Some(entries)),
-        ConfigObservation::Malformed { reason, .. } => {
-            Err(Problem::new(format!("cannot read the {what}: {reason}")))
-        }
+        ConfigObservation::Malformed { reason, .. } => Err(Problem::new(format!("cannot read the {what}: {reason}"))),
     }
 }
 
@@ -358,10 +337,7 @@ fn dogu_actions(target: &TargetDogu, installed: Option<&InstalledDogu>) -> Vec<D
                 actions.push(DoguAction::SwitchNamespace);
             }
             // Volumes only grow.
-            if target
-                .min_volume_size
-                .is_some_and(|wanted| wanted > actual.min_volume_size)
-            {
+            if target.min_volume_size.is_some_and(|wanted| wanted > actual.min_volume_size) {
                 actions.push(DoguAction::UpdateMinVolumeSize);
             }
             if !same_mounts(&target.mounts, &actual.mounts) {
@@ -387,10 +363,7 @@ fn same_mounts(wanted: &[crate::model::Mount], actual: &[crate::model::Mount]) -
     wanted.len() == actual.len() && wanted.iter().all(|m| actual.contains(m))
 }
 
-fn component_actions(
-    target: &TargetComponent,
-    installed: Option<&InstalledComponent>,
-) -> Vec<ComponentAction> {
+fn component_actions(target: &TargetComponent, installed: Option<&InstalledComponent>) -> Vec<ComponentAction> {
     match (target.absent, installed) {
         (true, None) => vec![],
         (true, Some(_)) => vec![ComponentAction::Uninstall],
@@ -420,10 +393,7 @@ fn expected_deploy_config(target: &TargetComponent) -> Map<String, Value> {
     let Some(map) = target.deploy_config_map() else {
         return config;
     };
-    if let Some(namespace) = map
-        .get("deployNamespace")
-        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-    {
+    if let Some(namespace) = map.get("deployNamespace").filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
         config.insert("deployNamespace".into(), namespace.clone());
     }
     if let Some(values) = map.get("overwriteConfig").filter(|v| !v.is_null()) {
@@ -446,11 +416,7 @@ impl Diff<'_> {
                         api::DoguDiff {
                             actual: actual_dogu_state(change.installed),
                             expected: expected_dogu_state(change.target),
-                            needed_actions: change
-                                .actions
-                                .iter()
-                                .map(|a| a.as_str().to_owned())
-                                .collect(),
+                            needed_actions: change.actions.iter().map(|a| a.as_str().to_owned()).collect(),
                         },
                     )
                 })
@@ -464,11 +430,7 @@ impl Diff<'_> {
                         api::ComponentDiff {
                             actual: actual_component_state(change.installed),
                             expected: expected_component_state(change.target),
-                            needed_actions: change
-                                .actions
-                                .iter()
-                                .map(|a| a.as_str().to_owned())
-                                .collect(),
+                            needed_actions: change.actions.iter().map(|a| a.as_str().to_owned()).collect(),
                         },
                     )
                 })
@@ -480,9 +442,7 @@ impl Diff<'_> {
                         changes.iter().map(ConfigChange::to_api).collect();
                 }
                 for (dogu, changes) in &self.sensitive_config {
-                    map.entry(dogu.clone())
-                        .or_default()
-                        .sensitive_dogu_config_diff =
+                    map.entry(dogu.clone()).or_default().sensitive_dogu_config_diff =
                         changes.iter().map(SensitiveChange::to_api).collect();
                 }
                 map
@@ -496,14 +456,8 @@ impl ConfigChange {
     fn to_api(&self) -> api::ConfigEntryDiff {
         api::ConfigEntryDiff {
             key: self.key.clone(),
-            actual: api::ConfigValueState {
-                value: self.actual.clone(),
-                exists: self.actual.is_some(),
-            },
-            expected: api::ConfigValueState {
-                value: self.expected.clone(),
-                exists: self.action == ConfigAction::Set,
-            },
+            actual: api::ConfigValueState { value: self.actual.clone(), exists: self.actual.is_some() },
+            expected: api::ConfigValueState { value: self.expected.clone(), exists: self.action == ConfigAction::Set },
             needed_action: self.action.as_str().to_owned(),
         }
     }
@@ -513,14 +467,8 @@ impl SensitiveChange {
     fn to_api(&self) -> api::ConfigEntryDiff {
         api::ConfigEntryDiff {
             key: self.key.clone(),
-            actual: api::ConfigValueState {
-                value: None,
-                exists: self.actual_exists,
-            },
-            expected: api::ConfigValueState {
-                value: None,
-                exists: self.action == ConfigAction::Set,
-            },
+            actual: api::ConfigValueState { value: None, exists: self.actual_exists },
+            expected: api::ConfigValueState { value: None, exists: self.action == ConfigAction::Set },
             needed_action: self.action.as_str().to_owned(),
         }
     }
@@ -528,18 +476,13 @@ impl SensitiveChange {
 
 fn actual_dogu_state(installed: Option<&InstalledDogu>) -> api::DoguDiffState {
     let Some(dogu) = installed else {
-        return api::DoguDiffState {
-            absent: true,
-            ..Default::default()
-        };
+        return api::DoguDiffState { absent: true, ..Default::default() };
     };
     api::DoguDiffState {
         namespace: dogu.name.namespace.clone(),
         version: Some(dogu.version.raw().to_owned()),
         absent: false,
-        resource_config: Some(api::ResourceConfig {
-            min_volume_size: Some(dogu.min_volume_size.canonical()),
-        }),
+        resource_config: Some(api::ResourceConfig { min_volume_size: Some(dogu.min_volume_size.canonical()) }),
         reverse_proxy_config: (!dogu.reverse_proxy.is_empty()).then(|| dogu.reverse_proxy.to_api()),
         additional_mounts: dogu.mounts.iter().map(|m| m.to_api()).collect(),
     }
@@ -550,28 +493,21 @@ fn expected_dogu_state(target: &TargetDogu) -> api::DoguDiffState {
         namespace: target.name.namespace.clone(),
         version: target.version.as_ref().map(|v| v.raw().to_owned()),
         absent: target.absent,
-        resource_config: target.min_volume_size.map(|q| api::ResourceConfig {
-            min_volume_size: Some(q.canonical()),
-        }),
-        reverse_proxy_config: (!target.reverse_proxy.is_empty())
-            .then(|| target.reverse_proxy.to_api()),
+        resource_config: target.min_volume_size.map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()) }),
+        reverse_proxy_config: (!target.reverse_proxy.is_empty()).then(|| target.reverse_proxy.to_api()),
         additional_mounts: target.mounts.iter().map(|m| m.to_api()).collect(),
     }
 }
 
 fn actual_component_state(installed: Option<&InstalledComponent>) -> api::ComponentDiffState {
     let Some(component) = installed else {
-        return api::ComponentDiffState {
-            absent: true,
-            ..Default::default()
-        };
+        return api::ComponentDiffState { absent: true, ..Default::default() };
     };
     api::ComponentDiffState {
         distribution_namespace: component.name.namespace.clone(),
         version: Some(component.version.to_string()),
         absent: false,
-        deploy_config: (!component.deploy_config.is_empty())
-            .then(|| Value::Object(component.deploy_config.clone())),
+        deploy_config: (!component.deploy_config.is_empty()).then(|| Value::Object(component.deploy_config.clone())),
     }
 }
 

@@ -25,40 +25,24 @@ pub mod reason {
     pub const COMPLETED: &str = "Completed";
 }
 
-pub const STOPPED_MESSAGE: &str =
-    "Blueprint is set as stopped and will not be applied. Remove flag to continue";
+pub const STOPPED_MESSAGE: &str = "Blueprint is set as stopped and will not be applied. Remove flag to continue";
 pub const AWAIT_SELF_UPGRADE_MESSAGE: &str =
     "the operator awaits an upgrade for itself before other changes will be applied";
-pub const SELF_UPGRADE_COMPLETED_MESSAGE: &str =
-    "if a self upgrade was necessary, it was successful";
-pub const COMPLETED_MESSAGE: &str =
-    "Blueprint was applied: all dogus run the wanted version and configuration";
+pub const SELF_UPGRADE_COMPLETED_MESSAGE: &str = "if a self upgrade was necessary, it was successful";
+pub const COMPLETED_MESSAGE: &str = "Blueprint was applied: all dogus run the wanted version and configuration";
 pub const CONFIG_APPLIED_MESSAGE: &str = "ecosystem config applied";
 
 pub fn normal(reason: &str, message: impl Into<String>) -> Event {
-    Event {
-        type_: EventType::Normal,
-        reason: reason.to_owned(),
-        message: message.into(),
-        stage: None,
-    }
+    Event { type_: EventType::Normal, reason: reason.to_owned(), message: message.into(), stage: None }
 }
 
 pub fn warning(reason: &str, message: impl Into<String>) -> Event {
-    Event {
-        type_: EventType::Warning,
-        reason: reason.to_owned(),
-        message: message.into(),
-        stage: None,
-    }
+    Event { type_: EventType::Warning, reason: reason.to_owned(), message: message.into(), stage: None }
 }
 
 /// An event that reports the actions of a stage; published only if they were all performed.
 pub fn applied(stage: Stage, reason: &str, message: impl Into<String>) -> Event {
-    Event {
-        stage: Some(stage),
-        ..normal(reason, message)
-    }
+    Event { stage: Some(stage), ..normal(reason, message) }
 }
 
 /// `"set": 2, "remove": 1` in the order of the action strings.
@@ -68,11 +52,7 @@ fn counts<'a>(actions: impl Iterator<Item = &'a str>) -> (usize, String) {
         *map.entry(action).or_default() += 1;
     }
     let total = map.values().sum();
-    let text = map
-        .iter()
-        .map(|(a, n)| format!("\"{a}\": {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let text = map.iter().map(|(a, n)| format!("\"{a}\": {n}")).collect::<Vec<_>>().join(", ");
     (total, text)
 }
 
@@ -81,42 +61,22 @@ pub fn state_diff_message(diff: &Diff<'_>) -> String {
         .global
         .iter()
         .map(|c| c.action.as_str())
-        .chain(
-            diff.dogu_config
-                .values()
-                .flatten()
-                .map(|c| c.action.as_str()),
-        )
-        .chain(
-            diff.sensitive_config
-                .values()
-                .flatten()
-                .map(|c| c.action.as_str()),
-        );
+        .chain(diff.dogu_config.values().flatten().map(|c| c.action.as_str()))
+        .chain(diff.sensitive_config.values().flatten().map(|c| c.action.as_str()));
     let (config_total, config_counts) = counts(config_actions);
-    let (dogu_total, dogu_counts) = counts(
-        diff.dogus
-            .iter()
-            .flat_map(|d| d.actions.iter().map(|a| a.as_str())),
-    );
+    let (dogu_total, dogu_counts) = counts(diff.dogus.iter().flat_map(|d| d.actions.iter().map(|a| a.as_str())));
     format!(
         "state diff determined:\n  {config_total} config changes ({config_counts})\n  {dogu_total} dogu actions ({dogu_counts})"
     )
 }
 
 pub fn component_diff_message(diff: &Diff<'_>) -> String {
-    let (total, text) = counts(
-        diff.components
-            .iter()
-            .flat_map(|c| c.actions.iter().map(|a| a.as_str())),
-    );
+    let (total, text) = counts(diff.components.iter().flat_map(|c| c.actions.iter().map(|a| a.as_str())));
     format!("component state diff determined: {total} actions ({text})")
 }
 
 /// `"name": [a, b], "other": [c]`
-pub fn applied_list<'a, A: std::fmt::Display + 'a>(
-    entries: impl Iterator<Item = (&'a str, &'a [A])>,
-) -> String {
+pub fn applied_list<'a, A: std::fmt::Display + 'a>(entries: impl Iterator<Item = (&'a str, &'a [A])>) -> String {
     entries
         .map(|(name, actions)| {
             let actions: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
@@ -127,9 +87,5 @@ pub fn applied_list<'a, A: std::fmt::Display + 'a>(
 }
 
 pub fn not_up_to_date_message(dogus: &[String]) -> String {
-    format!(
-        "{} dogu(s) not up to date yet: {}",
-        dogus.len(),
-        dogus.join(", ")
-    )
+    format!("{} dogu(s) not up to date yet: {}", dogus.len(), dogus.join(", "))
 }

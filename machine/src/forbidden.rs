@@ -14,18 +14,16 @@ pub fn check(diff: &Diff<'_>, flags: Flags, own_component: &str) -> Option<Probl
                 _ => false,
             };
             if forbidden {
-                problems.push(Problem::new(format!(
-                    "{}: action \"{action}\" is not allowed",
-                    change.name()
-                )));
+                problems.push(Problem::new(format!("{}: action \"{action}\" is not allowed", change.name())));
             }
         }
     }
     for change in &diff.components {
         for action in &change.actions {
             match action {
-                ComponentAction::Downgrade | ComponentAction::SwitchNamespace => problems
-                    .push(Problem::new(format!("{}: action \"{action}\" is not allowed", change.name()))),
+                ComponentAction::Downgrade | ComponentAction::SwitchNamespace => {
+                    problems.push(Problem::new(format!("{}: action \"{action}\" is not allowed", change.name())))
+                }
                 ComponentAction::Uninstall if change.name() == own_component => problems.push(Problem::new(format!(
                     "{}: action \"{action}\" is not allowed: the operator cannot uninstall itself",
                     change.name()

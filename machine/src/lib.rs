@@ -22,8 +22,6 @@ pub mod registry_config;
 pub mod up_to_date;
 pub mod validation;
 
-pub use decision::{
-    Action, ApplyFailure, Decision, Event, EventType, FailureKind, Operation, Requeue, Stage, State,
-};
+pub use decision::{Action, ApplyFailure, Decision, Event, EventType, FailureKind, Operation, Requeue, Stage, State};
 pub use observation::Observation;
 pub use reconcile::{reconcile, record_failure, referenced_secrets, wanted_descriptors};

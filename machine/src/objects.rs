@@ -8,13 +8,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
-use crate::api::{
-    self, Component, ComponentSpec, Dogu, DoguResources, DoguSpec, QuantityText, UpgradeConfig,
-};
+use crate::api::{self, Component, ComponentSpec, Dogu, DoguResources, DoguSpec, QuantityText, UpgradeConfig};
 use crate::diff::{ComponentAction, ComponentChange, DoguAction, DoguChange};
-use crate::model::installed::{
-    ANNOTATION_BODY_SIZE, ANNOTATION_CONFIGURATION_SNIPPET, ANNOTATION_REWRITE_TARGET,
-};
+use crate::model::installed::{ANNOTATION_BODY_SIZE, ANNOTATION_CONFIGURATION_SNIPPET, ANNOTATION_REWRITE_TARGET};
 use crate::model::{ReverseProxy, TargetComponent, TargetDogu};
 
 pub const MANAGER: &str = "k8s-blueprint-operator";
@@ -22,11 +18,7 @@ pub const MANAGER: &str = "k8s-blueprint-operator";
 /// The Dogu CR that installs `target`.
 pub fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
     let simple = &target.name.simple;
-    let version = target
-        .version
-        .as_ref()
-        .map(|v| v.raw().to_owned())
-        .unwrap_or_default();
+    let version = target.version.as_ref().map(|v| v.raw().to_owned()).unwrap_or_default();
     let labels = [
         ("app", "ces".to_owned()),
         ("k8s.cloudogu.com/app", "ces".to_owned()),
@@ -52,21 +44,14 @@ pub fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
                 data_volume_size: None,
                 // "0" leaves the size to the dogu operator's default.
                 min_data_volume_size: Some(QuantityText(
-                    target
-                        .min_volume_size
-                        .map(|q| q.canonical())
-                        .unwrap_or_else(|| "0".to_owned()),
+                    target.min_volume_size.map(|q| q.canonical()).unwrap_or_else(|| "0".to_owned()),
                 )),
             }),
             support_mode: Some(false),
             pause_reconciliation: Some(false),
-            upgrade_config: Some(UpgradeConfig {
-                allow_namespace_switch: Some(false),
-                force_upgrade: Some(false),
-            }),
+            upgrade_config: Some(UpgradeConfig { allow_namespace_switch: Some(false), force_upgrade: Some(false) }),
             additional_ingress_annotations: (!annotations.is_empty()).then_some(annotations),
-            additional_mounts: (!target.mounts.is_empty())
-                .then(|| target.mounts.iter().map(dogu_mount).collect()),
+            additional_mounts: (!target.mounts.is_empty()).then(|| target.mounts.iter().map(dogu_mount).collect()),
             ..Default::default()
         },
         status: None,
@@ -88,16 +73,10 @@ fn annotations(proxy: &ReverseProxy) -> BTreeMap<String, String> {
         map.insert(ANNOTATION_BODY_SIZE.to_owned(), size.canonical());
     }
     if !proxy.rewrite_target.is_empty() {
-        map.insert(
-            ANNOTATION_REWRITE_TARGET.to_owned(),
-            proxy.rewrite_target.clone(),
-        );
+        map.insert(ANNOTATION_REWRITE_TARGET.to_owned(), proxy.rewrite_target.clone());
     }
     if !proxy.additional_config.is_empty() {
-        map.insert(
-            ANNOTATION_CONFIGURATION_SNIPPET.to_owned(),
-            proxy.additional_config.clone(),
-        );
+        map.insert(ANNOTATION_CONFIGURATION_SNIPPET.to_owned(), proxy.additional_config.clone());
     }
     map
 }
@@ -109,17 +88,11 @@ pub fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
     for action in &change.actions {
         match action {
             DoguAction::Upgrade => {
-                spec.insert(
-                    "version".into(),
-                    json!(target.version.as_ref().map(|v| v.raw())),
-                );
+                spec.insert("version".into(), json!(target.version.as_ref().map(|v| v.raw())));
             }
             DoguAction::SwitchNamespace => {
                 spec.insert("name".into(), json!(target.name.to_string()));
-                spec.insert(
-                    "upgradeConfig".into(),
-                    json!({"allowNamespaceSwitch": true}),
-                );
+                spec.insert("upgradeConfig".into(), json!({"allowNamespaceSwitch": true}));
             }
             DoguAction::UpdateMinVolumeSize => {
                 let size = target.min_volume_size.map(|q| q.canonical());
@@ -127,10 +100,7 @@ pub fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
             }
             DoguAction::UpdateReverseProxy => {
                 let wanted = annotations(&target.reverse_proxy);
-                let current = change
-                    .installed
-                    .map(|i| annotations(&i.reverse_proxy))
-                    .unwrap_or_default();
+                let current = change.installed.map(|i| annotations(&i.reverse_proxy)).unwrap_or_default();
                 let mut patch = Map::new();
                 for key in current.keys().filter(|k| !wanted.contains_key(*k)) {
                     patch.insert(key.clone(), Value::Null);
@@ -142,11 +112,7 @@ pub fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
             }
             DoguAction::UpdateAdditionalMounts => {
                 let mounts: Vec<api::DoguMount> = target.mounts.iter().map(dogu_mount).collect();
-                let value = if mounts.is_empty() {
-                    Value::Null
-                } else {
-                    json!(mounts)
-                };
+                let value = if mounts.is_empty() { Value::Null } else { json!(mounts) };
                 spec.insert("additionalMounts".into(), value);
             }
             // Never patched: install and uninstall create and delete, downgrades are forbidden.
@@ -165,17 +131,9 @@ pub fn pause_patch(paused: bool) -> Value {
 }
 
 /// The Component CR that installs `target`.
-pub fn component_object(
-    target: &TargetComponent,
-    deploy_config: &Map<String, Value>,
-    namespace: &str,
-) -> Component {
+pub fn component_object(target: &TargetComponent, deploy_config: &Map<String, Value>, namespace: &str) -> Component {
     let simple = &target.name.simple;
-    let version = target
-        .version
-        .as_ref()
-        .map(|v| v.to_string())
-        .unwrap_or_default();
+    let version = target.version.as_ref().map(|v| v.to_string()).unwrap_or_default();
     let labels = [
         ("k8s.cloudogu.com/component.name", label_value(simple)),
         ("k8s.cloudogu.com/component.version", label_value(&version)),
@@ -198,10 +156,7 @@ pub fn component_object(
             namespace: target.name.namespace.clone(),
             name: simple.clone(),
             version,
-            deploy_namespace: deploy_config
-                .get("deployNamespace")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned),
+            deploy_namespace: deploy_config.get("deployNamespace").and_then(|v| v.as_str()).map(str::to_owned),
             values_yaml_overwrite: deploy_config.get("overwriteConfig").map(values_yaml),
             ..Default::default()
         },
@@ -215,26 +170,14 @@ pub fn component_patch(change: &ComponentChange<'_>) -> Value {
     for action in &change.actions {
         match action {
             ComponentAction::Upgrade => {
-                spec.insert(
-                    "version".into(),
-                    json!(change.target.version.as_ref().map(|v| v.to_string())),
-                );
+                spec.insert("version".into(), json!(change.target.version.as_ref().map(|v| v.to_string())));
             }
             ComponentAction::UpdateDeployConfig => {
                 let config = change.expected_deploy_config();
-                spec.insert(
-                    "deployNamespace".into(),
-                    config
-                        .get("deployNamespace")
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                );
+                spec.insert("deployNamespace".into(), config.get("deployNamespace").cloned().unwrap_or(Value::Null));
                 spec.insert(
                     "valuesYamlOverwrite".into(),
-                    config
-                        .get("overwriteConfig")
-                        .map(|v| Value::String(values_yaml(v)))
-                        .unwrap_or(Value::Null),
+                    config.get("overwriteConfig").map(|v| Value::String(values_yaml(v))).unwrap_or(Value::Null),
                 );
             }
             ComponentAction::Install
@@ -253,23 +196,13 @@ pub fn values_yaml(values: &Value) -> String {
 
 /// A Kubernetes label value: at most 63 characters of `[A-Za-z0-9_.-]`, alphanumeric at both ends.
 fn label_value(text: &str) -> String {
-    let mapped: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mapped: String =
+        text.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
     let mut value: String = mapped.chars().take(63).collect();
     while value.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
         value.pop();
     }
-    value
-        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_owned()
+    value.trim_start_matches(|c: char| !c.is_ascii_alphanumeric()).to_owned()
 }
 
 #[cfg(test)]

@@ -65,11 +65,7 @@ pub struct OperatorFacts {
 
 impl OperatorFacts {
     pub fn new(namespace: impl Into<String>, version: Option<String>) -> Self {
-        OperatorFacts {
-            namespace: namespace.into(),
-            component: OWN_COMPONENT.to_owned(),
-            version,
-        }
+        OperatorFacts { namespace: namespace.into(), component: OWN_COMPONENT.to_owned(), version }
     }
 }
 
@@ -103,8 +99,9 @@ impl<V> ConfigObservation<V> {
     pub fn last_updated(&self) -> Option<&Time> {
         match self {
             ConfigObservation::Missing => None,
-            ConfigObservation::Present { last_updated, .. }
-            | ConfigObservation::Malformed { last_updated, .. } => last_updated.as_ref(),
+            ConfigObservation::Present { last_updated, .. } | ConfigObservation::Malformed { last_updated, .. } => {
+                last_updated.as_ref()
+            }
         }
     }
 
@@ -126,12 +123,10 @@ impl<V> ConfigObservation<V> {
     pub fn base(&self) -> ObjectBase {
         match self {
             ConfigObservation::Missing => ObjectBase::Absent,
-            ConfigObservation::Present {
-                resource_version, ..
+            ConfigObservation::Present { resource_version, .. }
+            | ConfigObservation::Malformed { resource_version, .. } => {
+                ObjectBase::Version(resource_version.clone().unwrap_or_default())
             }
-            | ConfigObservation::Malformed {
-                resource_version, ..
-            } => ObjectBase::Version(resource_version.clone().unwrap_or_default()),
         }
     }
 }
@@ -162,9 +157,7 @@ impl fmt::Debug for SecretDigest {
 #[serde(rename_all = "camelCase", tag = "state")]
 pub enum ReferencedSecret {
     Missing,
-    Present {
-        keys: BTreeMap<String, SecretDigest>,
-    },
+    Present { keys: BTreeMap<String, SecretDigest> },
 }
 
 /// The descriptor lookup for one wanted dogu in one version.

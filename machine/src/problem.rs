@@ -12,18 +12,12 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(message: impl Into<String>) -> Self {
-        Problem {
-            message: message.into(),
-            causes: Vec::new(),
-        }
+        Problem { message: message.into(), causes: Vec::new() }
     }
 
     /// `message: cause1\ncause2...`
     pub fn wrap(message: impl Into<String>, causes: Vec<Problem>) -> Self {
-        Problem {
-            message: message.into(),
-            causes,
-        }
+        Problem { message: message.into(), causes }
     }
 
     /// All problems as one, or `None` when there are none.
@@ -31,20 +25,13 @@ impl Problem {
         match problems.len() {
             0 => None,
             1 => problems.pop(),
-            _ => Some(Problem {
-                message: String::new(),
-                causes: problems,
-            }),
+            _ => Some(Problem { message: String::new(), causes: problems }),
         }
     }
 
     /// Wraps the problems under `message` if there are any.
     pub fn wrap_all(message: impl Into<String>, problems: Vec<Problem>) -> Option<Problem> {
-        if problems.is_empty() {
-            None
-        } else {
-            Some(Problem::wrap(message, problems))
-        }
+        if problems.is_empty() { None } else { Some(Problem::wrap(message, problems)) }
     }
 }
 
@@ -75,24 +62,10 @@ mod tests {
     fn wraps_with_colon_and_joins_with_newlines() {
         let p = Problem::wrap(
             "blueprint spec is invalid",
-            vec![
-                Problem::wrap(
-                    "blueprint is invalid",
-                    vec![Problem::new("a"), Problem::new("b")],
-                ),
-                Problem::new("c"),
-            ],
+            vec![Problem::wrap("blueprint is invalid", vec![Problem::new("a"), Problem::new("b")]), Problem::new("c")],
         );
-        assert_eq!(
-            p.to_string(),
-            "blueprint spec is invalid: blueprint is invalid: a\nb\nc"
-        );
+        assert_eq!(p.to_string(), "blueprint spec is invalid: blueprint is invalid: a\nb\nc");
         assert_eq!(Problem::join(vec![]), None);
-        assert_eq!(
-            Problem::join(vec![Problem::new("x"), Problem::new("y")])
-                .unwrap()
-                .to_string(),
-            "x\ny"
-        );
+        assert_eq!(Problem::join(vec![Problem::new("x"), Problem::new("y")]).unwrap().to_string(), "x\ny");
     }
 }

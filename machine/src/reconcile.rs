@@ -6,12 +6,10 @@ use std::collections::BTreeSet;
 use crate::api::{Blueprint, BlueprintManifest, BlueprintStatus, StateDiff};
 use crate::conditions::{self, Conditions, Status, reason};
 use crate::decision::{
-    Action, ApplyFailure, ConfigSet, ConfigTarget, ConfigValue, Decision, Event, FailureKind,
-    Operation, Requeue, Stage, State,
+    Action, ApplyFailure, ConfigSet, ConfigTarget, ConfigValue, Decision, Event, FailureKind, Operation, Requeue,
+    Stage, State,
 };
-use crate::diff::{
-    self, ComponentAction, ComponentChange, ConfigAction, ConfigChange, Diff, DoguAction,
-};
+use crate::diff::{self, ComponentAction, ComponentChange, ConfigAction, ConfigChange, Diff, DoguAction};
 use crate::events::{self, reason as event};
 use crate::forbidden;
 use crate::health::Health;
@@ -41,10 +39,7 @@ pub fn reconcile(observation: &Observation) -> Decision {
             status: None,
             actions: Vec::new(),
             events: Vec::new(),
-            requeue: Requeue::after(
-                10,
-                "more than one Blueprint in the namespace; only one is allowed",
-            ),
+            requeue: Requeue::after(10, "more than one Blueprint in the namespace; only one is allowed"),
         };
     }
     let mut run = Run::new(observation, blueprint);
@@ -54,72 +49,46 @@ pub fn reconcile(observation: &Observation) -> Decision {
 
 /// Decides again after the executor failed to perform `failure.action` of `decision` (the actions
 /// before it were performed).
-pub fn record_failure(
-    observation: &Observation,
-    decision: &Decision,
-    failure: &ApplyFailure,
-) -> Decision {
+pub fn record_failure(observation: &Observation, decision: &Decision, failure: &ApplyFailure) -> Decision {
     let mut decision = decision.clone();
     let Some(stage) = decision.actions.get(failure.action).map(|a| a.stage) else {
         return decision;
     };
     // What a failed stage (or a later one) would have reported as applied did not happen.
-    decision
-        .events
-        .retain(|e| e.stage.is_none_or(|s| s < stage));
+    decision.events.retain(|e| e.stage.is_none_or(|s| s < stage));
     if failure.kind == FailureKind::Conflict {
         // Someone else wrote the object since it was observed: nothing failed, decide again on fresh state.
-        decision.requeue = Requeue::after(
-            1,
-            format!("conflict while applying {stage}: {}", failure.message),
-        );
+        decision.requeue = Requeue::after(1, format!("conflict while applying {stage}: {}", failure.message));
         return decision;
     }
-    let (condition_reason, context) = match stage {
-        Stage::SelfUpgrade => (
-            reason::COMPONENT_APPLY_FAILURE,
-            "an error occurred while applying the self-upgrade to the ecosystem",
-        ),
-        Stage::Config => (reason::CONFIG_APPLY_FAILURE, "could not apply config"),
-        Stage::Components => (
-            reason::COMPONENT_APPLY_FAILURE,
-            "an error occurred while applying component state to the ecosystem",
-        ),
-        Stage::Dogus => (
-            reason::DOGU_APPLY_FAILURE,
-            "an error occurred while applying dogu state to the ecosystem",
-        ),
-    };
     let action = &decision.actions[failure.action];
-    let message = format!(
-        "{context}: {}: {}",
-        action.operation.object(),
-        failure.message
-    );
-    if let (Some(status), Some(blueprint)) =
-        (decision.status.as_mut(), observation.blueprint.as_ref())
-    {
-        let stored = blueprint
-            .status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default();
-        let mut conditions = Conditions::resume(
-            stored,
-            &status.conditions,
-            observation.now.clone(),
-            generation(blueprint),
-        );
-        conditions.set(
-            conditions::LAST_APPLY_SUCCEEDED,
-            Status::False,
-            condition_reason,
-            message.clone(),
-        );
+    let (condition_reason, context) = match (stage, &action.operation) {
+        (Stage::SelfUpgrade, _) => {
+            (reason::COMPONENT_APPLY_FAILURE, "an error occurred while applying the self-upgrade to the ecosystem")
+        }
+        (Stage::Config, Operation::WriteConfig { target: ConfigTarget::Global, .. }) => {
+            (reason::CONFIG_APPLY_FAILURE, "could not apply global config")
+        }
+        (Stage::Config, Operation::WriteConfig { target: ConfigTarget::Dogu(_), .. }) => {
+            (reason::CONFIG_APPLY_FAILURE, "could not apply normal dogu config")
+        }
+        (Stage::Config, Operation::WriteConfig { target: ConfigTarget::Sensitive(_), .. }) => {
+            (reason::CONFIG_APPLY_FAILURE, "could not apply sensitive dogu config")
+        }
+        (Stage::Config, _) => (reason::CONFIG_APPLY_FAILURE, "could not pause reconciliation for some dogus"),
+        (Stage::Components, _) => {
+            (reason::COMPONENT_APPLY_FAILURE, "an error occurred while applying component state to the ecosystem")
+        }
+        (Stage::Dogus, _) => (reason::DOGU_APPLY_FAILURE, "an error occurred while applying dogu state to the ecosystem"),
+    };
+    let message = format!("{context}: {}: {}", action.operation.object(), failure.message);
+    if let (Some(status), Some(blueprint)) = (decision.status.as_mut(), observation.blueprint.as_ref()) {
+        let stored = blueprint.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+        let mut conditions =
+            Conditions::resume(stored, &status.conditions, observation.now.clone(), generation(blueprint));
+        conditions.set(conditions::LAST_APPLY_SUCCEEDED, Status::False, condition_reason, message.clone());
         if conditions.changed(conditions::LAST_APPLY_SUCCEEDED) {
-            decision
-                .events
-                .push(events::warning(event::EXECUTION_FAILED, message.clone()));
+            decision.events.push(events::warning(event::EXECUTION_FAILED, message.clone()));
         }
         status.conditions = conditions.into_vec();
     }
@@ -153,11 +122,7 @@ struct Run<'o> {
 impl<'o> Run<'o> {
     fn new(observation: &'o Observation, blueprint: &'o Blueprint) -> Self {
         let generation = generation(blueprint);
-        let stored = blueprint
-            .status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default();
+        let stored = blueprint.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
         Run {
             observation,
             blueprint,
@@ -179,8 +144,7 @@ impl<'o> Run<'o> {
     }
 
     fn invalid(&mut self, why: &str, message: impl Into<String>) -> (State, Requeue) {
-        self.conditions
-            .set(conditions::VALID, Status::False, why, message);
+        self.conditions.set(conditions::VALID, Status::False, why, message);
         (State::Invalid, Requeue::AwaitChange)
     }
 
@@ -189,17 +153,13 @@ impl<'o> Run<'o> {
         let parsed = match ParsedBlueprint::parse(self.blueprint.blueprint_spec()) {
             Ok(parsed) => parsed,
             Err(ParseFailure::MissingSpec) => {
-                return self.invalid(
-                    reason::INVALID,
-                    "the Blueprint has no spec.blueprint, so there is nothing to apply",
-                );
+                return self
+                    .invalid(reason::INVALID, "the Blueprint has no spec.blueprint, so there is nothing to apply");
             }
             Err(ParseFailure::Malformed(problem)) => {
                 let name = self.blueprint.metadata.name.as_deref().unwrap_or_default();
-                return self.invalid(
-                    reason::INVALID,
-                    format!("could not deserialize blueprint CR \"{name}\": {problem}"),
-                );
+                return self
+                    .invalid(reason::INVALID, format!("could not deserialize blueprint CR \"{name}\": {problem}"));
             }
         };
         if let Err(problem) = statics::validate(&parsed) {
@@ -214,32 +174,20 @@ impl<'o> Run<'o> {
 
         let validity = dynamic::validate(&effective, &observation.descriptors);
         match &validity {
-            Validity::Valid => {
-                self.conditions
-                    .set(conditions::VALID, Status::True, reason::VALID, "")
-            }
+            Validity::Valid => self.conditions.set(conditions::VALID, Status::True, reason::VALID, ""),
             Validity::Invalid(problem) | Validity::DescriptorsNotFound(problem) => {
-                self.conditions.set(
-                    conditions::VALID,
-                    Status::False,
-                    reason::INCONSISTENT,
-                    problem.to_string(),
-                )
+                self.conditions.set(conditions::VALID, Status::False, reason::INCONSISTENT, problem.to_string())
             }
-            Validity::DescriptorsUnavailable(problem) => self.conditions.set(
-                conditions::VALID,
-                Status::Unknown,
-                reason::CANNOT_VALIDATE,
-                problem.to_string(),
-            ),
+            Validity::DescriptorsUnavailable(problem) => {
+                self.conditions.set(conditions::VALID, Status::Unknown, reason::CANNOT_VALIDATE, problem.to_string())
+            }
         };
 
         let installed = Installed::read(&observation.dogus, &observation.components);
         let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
         self.set_health(&health, flags);
 
-        let (resolved, missing_references) =
-            references::resolve(&effective, &observation.referenced_secrets);
+        let (resolved, missing_references) = references::resolve(&effective, &observation.referenced_secrets);
         let (diff, unreadable) = diff::compute(&effective, &installed, observation, &resolved);
         self.record_diff(&diff);
 
@@ -270,8 +218,7 @@ impl<'o> Run<'o> {
             );
             false
         } else {
-            self.conditions
-                .set(conditions::EXECUTABLE, Status::True, reason::EXECUTABLE, "");
+            self.conditions.set(conditions::EXECUTABLE, Status::True, reason::EXECUTABLE, "");
             true
         };
 
@@ -288,9 +235,7 @@ impl<'o> Run<'o> {
             Validity::DescriptorsUnavailable(_) => {
                 return (
                     State::ValidationPending,
-                    Requeue::Backoff {
-                        reason: "dogu descriptors could not be loaded".into(),
-                    },
+                    Requeue::Backoff { reason: "dogu descriptors could not be loaded".into() },
                 );
             }
         }
@@ -304,36 +249,25 @@ impl<'o> Run<'o> {
         }
         if flags.stopped {
             if self.stored_status().and_then(|s| s.observed_generation) != Some(self.generation) {
-                self.stopped_event = Some(events::normal(
-                    event::BLUEPRINT_STOPPED,
-                    events::STOPPED_MESSAGE,
-                ));
+                self.stopped_event = Some(events::normal(event::BLUEPRINT_STOPPED, events::STOPPED_MESSAGE));
             }
             return (State::Stopped, Requeue::AwaitChange);
         }
-        let was_completed = self
-            .conditions
-            .stored(conditions::COMPLETED)
-            .is_some_and(|c| c.status == Status::True.as_str());
+        let was_completed =
+            self.conditions.stored(conditions::COMPLETED).is_some_and(|c| c.status == Status::True.as_str());
         if diff.is_empty() && was_completed {
-            self.conditions
-                .set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
+            self.conditions.set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
             return (State::Completed, Requeue::AwaitChange);
         }
         match health {
             Health::Healthy => {}
             Health::Unhealthy { .. } => {
-                return (
-                    State::AwaitingHealth,
-                    Requeue::after(10, "the ecosystem is not healthy"),
-                );
+                return (State::AwaitingHealth, Requeue::after(10, "the ecosystem is not healthy"));
             }
             Health::Unknown(_) => {
                 return (
                     State::AwaitingHealth,
-                    Requeue::Backoff {
-                        reason: "ecosystem health cannot be determined".into(),
-                    },
+                    Requeue::Backoff { reason: "ecosystem health cannot be determined".into() },
                 );
             }
         }
@@ -341,41 +275,16 @@ impl<'o> Run<'o> {
         // Stage: self-upgrade. Nothing else is applied until the operator runs the wanted version.
         match self_upgrade(&effective, &diff, &installed, observation, &own_component) {
             SelfUpgrade::Done => {
-                self.conditions.set(
-                    conditions::SELF_UPGRADE_COMPLETED,
-                    Status::True,
-                    reason::COMPLETED,
-                    "",
-                );
+                self.conditions.set(conditions::SELF_UPGRADE_COMPLETED, Status::True, reason::COMPLETED, "");
             }
             SelfUpgrade::Apply(change) => {
-                self.conditions.set(
-                    conditions::SELF_UPGRADE_COMPLETED,
-                    Status::False,
-                    reason::AWAIT_SELF_UPGRADE,
-                    "",
-                );
-                self.actions.push(component_action(
-                    Stage::SelfUpgrade,
-                    change,
-                    &observation.operator.namespace,
-                ));
-                return (
-                    State::SelfUpgrading,
-                    Requeue::after(5, "await self upgrade"),
-                );
+                self.conditions.set(conditions::SELF_UPGRADE_COMPLETED, Status::False, reason::AWAIT_SELF_UPGRADE, "");
+                self.actions.push(component_action(Stage::SelfUpgrade, change, &observation.operator.namespace));
+                return (State::SelfUpgrading, Requeue::after(5, "await self upgrade"));
             }
             SelfUpgrade::Waiting(why) => {
-                self.conditions.set(
-                    conditions::SELF_UPGRADE_COMPLETED,
-                    Status::False,
-                    reason::AWAIT_SELF_UPGRADE,
-                    why,
-                );
-                return (
-                    State::SelfUpgrading,
-                    Requeue::after(5, "await self upgrade"),
-                );
+                self.conditions.set(conditions::SELF_UPGRADE_COMPLETED, Status::False, reason::AWAIT_SELF_UPGRADE, why);
+                return (State::SelfUpgrading, Requeue::after(5, "await self upgrade"));
             }
         }
 
@@ -384,50 +293,30 @@ impl<'o> Run<'o> {
         let config_applied = !self.actions.is_empty();
 
         // Stage: components. Dogus wait for a fresh health check after component changes.
-        let component_changes: Vec<&ComponentChange<'_>> = diff
-            .components
-            .iter()
-            .filter(|c| c.name() != own_component)
-            .collect();
+        let component_changes: Vec<&ComponentChange<'_>> =
+            diff.components.iter().filter(|c| c.name() != own_component).collect();
         if !component_changes.is_empty() {
             for change in &component_changes {
-                self.actions.push(component_action(
-                    Stage::Components,
-                    change,
-                    &observation.operator.namespace,
-                ));
+                self.actions.push(component_action(Stage::Components, change, &observation.operator.namespace));
             }
             self.stage_events.push(events::applied(
                 Stage::Components,
                 event::COMPONENTS_APPLIED,
                 format!(
                     "components applied: {}",
-                    events::applied_list(
-                        component_changes
-                            .iter()
-                            .map(|c| (c.name(), c.actions.as_slice()))
-                    )
+                    events::applied_list(component_changes.iter().map(|c| (c.name(), c.actions.as_slice())))
                 ),
             ));
-            return (
-                State::ApplyingComponents,
-                Requeue::after(1, "components applied; check health before dogus"),
-            );
+            return (State::ApplyingComponents, Requeue::after(1, "components applied; check health before dogus"));
         }
 
         // Stage: dogus.
         let dogu_actions = self.dogu_stage(&diff, &installed, &effective, &paused_now);
         if dogu_actions > 0 {
-            return (
-                State::ApplyingDogus,
-                Requeue::after(1, "dogus applied; re-evaluate"),
-            );
+            return (State::ApplyingDogus, Requeue::after(1, "dogus applied; re-evaluate"));
         }
         if config_applied {
-            return (
-                State::ApplyingConfig,
-                Requeue::after(1, "config applied; re-evaluate"),
-            );
+            return (State::ApplyingConfig, Requeue::after(1, "config applied; re-evaluate"));
         }
 
         // Nothing left to apply: complete once every wanted dogu runs what the blueprint wants.
@@ -443,24 +332,13 @@ impl<'o> Run<'o> {
                 ),
             );
             if changed {
-                self.waiting_event = Some(events::normal(
-                    event::DOGUS_NOT_UP_TO_DATE,
-                    events::not_up_to_date_message(&stale),
-                ));
+                self.waiting_event =
+                    Some(events::normal(event::DOGUS_NOT_UP_TO_DATE, events::not_up_to_date_message(&stale)));
             }
-            return (
-                State::AwaitingDogus,
-                Requeue::after(10, "dogus are not up to date yet"),
-            );
+            return (State::AwaitingDogus, Requeue::after(10, "dogus are not up to date yet"));
         }
-        self.conditions
-            .set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
-        self.conditions.set(
-            conditions::LAST_APPLY_SUCCEEDED,
-            Status::True,
-            reason::APPLY_SUCCEEDED,
-            "",
-        );
+        self.conditions.set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
+        self.conditions.set(conditions::LAST_APPLY_SUCCEEDED, Status::True, reason::APPLY_SUCCEEDED, "");
         (State::Completed, Requeue::AwaitChange)
     }
 
@@ -512,16 +390,11 @@ impl<'o> Run<'o> {
         };
         if changed {
             if !diff.dogus.is_empty() || diff.has_config_changes() {
-                self.diff_events.push(events::normal(
-                    event::STATE_DIFF_DETERMINED,
-                    events::state_diff_message(diff),
-                ));
+                self.diff_events.push(events::normal(event::STATE_DIFF_DETERMINED, events::state_diff_message(diff)));
             }
             if !diff.components.is_empty() {
-                self.diff_events.push(events::normal(
-                    event::STATE_DIFF_COMPONENT_DETERMINED,
-                    events::component_diff_message(diff),
-                ));
+                self.diff_events
+                    .push(events::normal(event::STATE_DIFF_COMPONENT_DETERMINED, events::component_diff_message(diff)));
             }
         }
         self.state_diff = Some(state_diff);
@@ -540,45 +413,28 @@ impl<'o> Run<'o> {
                 self.actions.push(Action {
                     stage: Stage::Config,
                     reason: "pause reconciliation: its config changes before its upgrade".into(),
-                    operation: Operation::PatchDogu {
-                        name: name.to_owned(),
-                        patch: objects::pause_patch(true),
-                    },
+                    operation: Operation::PatchDogu { name: name.to_owned(), patch: objects::pause_patch(true) },
                 });
             }
         }
         let before = self.actions.len();
         for (dogu, changes) in &diff.dogu_config {
-            let store = observation
-                .dogu_configs
-                .get(dogu)
-                .unwrap_or(&ConfigObservation::Missing);
-            self.actions.push(value_write(
-                ConfigTarget::Dogu(dogu.clone()),
-                store.base(),
-                changes,
-            ));
+            let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
+            self.actions.push(value_write(ConfigTarget::Dogu(dogu.clone()), store.base(), changes));
         }
         for (dogu, changes) in &diff.sensitive_config {
-            let store = observation
-                .sensitive_configs
-                .get(dogu)
-                .unwrap_or(&ConfigObservation::Missing);
+            let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             let set: Vec<ConfigSet> = changes
                 .iter()
                 .filter(|c| c.action == ConfigAction::Set)
                 .filter_map(|c| {
-                    c.source.clone().map(|source| ConfigSet {
-                        key: c.key.clone(),
-                        value: ConfigValue::SecretRef(source),
-                    })
+                    c.source
+                        .clone()
+                        .map(|source| ConfigSet { key: c.key.clone(), value: ConfigValue::SecretRef(source) })
                 })
                 .collect();
-            let remove: Vec<String> = changes
-                .iter()
-                .filter(|c| c.action == ConfigAction::Remove)
-                .map(|c| c.key.clone())
-                .collect();
+            let remove: Vec<String> =
+                changes.iter().filter(|c| c.action == ConfigAction::Remove).map(|c| c.key.clone()).collect();
             self.actions.push(Action {
                 stage: Stage::Config,
                 reason: write_reason(set.len(), remove.len()),
@@ -591,11 +447,7 @@ impl<'o> Run<'o> {
             });
         }
         if !diff.global.is_empty() {
-            self.actions.push(value_write(
-                ConfigTarget::Global,
-                observation.global_config.base(),
-                &diff.global,
-            ));
+            self.actions.push(value_write(ConfigTarget::Global, observation.global_config.base(), &diff.global));
         }
         if self.actions.len() > before {
             self.stage_events.push(events::applied(
@@ -620,31 +472,16 @@ impl<'o> Run<'o> {
         let before = self.actions.len();
         for change in &diff.dogus {
             let name = change.name().to_owned();
-            let reason = change
-                .actions
-                .iter()
-                .map(|a| a.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let reason = change.actions.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ");
             let operation = if change.has(DoguAction::Install) {
-                Operation::CreateDogu {
-                    object: Box::new(objects::dogu_object(change.target, namespace)),
-                }
+                Operation::CreateDogu { object: Box::new(objects::dogu_object(change.target, namespace)) }
             } else if change.has(DoguAction::Uninstall) {
                 Operation::DeleteDogu { name }
             } else {
-                let unpause =
-                    change.installed.is_some_and(|d| d.paused) || paused_now.contains(&name);
-                Operation::PatchDogu {
-                    name,
-                    patch: objects::dogu_patch(change, unpause),
-                }
+                let unpause = change.installed.is_some_and(|d| d.paused) || paused_now.contains(&name);
+                Operation::PatchDogu { name, patch: objects::dogu_patch(change, unpause) }
             };
-            self.actions.push(Action {
-                stage: Stage::Dogus,
-                reason,
-                operation,
-            });
+            self.actions.push(Action { stage: Stage::Dogus, reason, operation });
         }
         if !diff.dogus.is_empty() {
             self.stage_events.push(events::applied(
@@ -652,9 +489,7 @@ impl<'o> Run<'o> {
                 event::DOGUS_APPLIED,
                 format!(
                     "dogus applied: {}",
-                    events::applied_list(
-                        diff.dogus.iter().map(|d| (d.name(), d.actions.as_slice()))
-                    )
+                    events::applied_list(diff.dogus.iter().map(|d| (d.name(), d.actions.as_slice())))
                 ),
             ));
         }
@@ -665,10 +500,7 @@ impl<'o> Run<'o> {
                 self.actions.push(Action {
                     stage: Stage::Dogus,
                     reason: "resume reconciliation: no upgrade is pending".into(),
-                    operation: Operation::PatchDogu {
-                        name: name.clone(),
-                        patch: objects::pause_patch(false),
-                    },
+                    operation: Operation::PatchDogu { name: name.clone(), patch: objects::pause_patch(false) },
                 });
             }
         }
@@ -681,18 +513,10 @@ impl<'o> Run<'o> {
         let mut events = Vec::new();
         let c = &self.conditions;
         if c.changed(conditions::VALID) && c.is(conditions::VALID, Status::False) {
-            events.push(events::warning(
-                event::BLUEPRINT_SPEC_INVALID,
-                message(c, conditions::VALID),
-            ));
+            events.push(events::warning(event::BLUEPRINT_SPEC_INVALID, message(c, conditions::VALID)));
         }
-        if c.changed(conditions::ECOSYSTEM_HEALTHY)
-            && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True)
-        {
-            events.push(events::normal(
-                event::ECOSYSTEM_HEALTHY,
-                message(c, conditions::ECOSYSTEM_HEALTHY),
-            ));
+        if c.changed(conditions::ECOSYSTEM_HEALTHY) && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True) {
+            events.push(events::normal(event::ECOSYSTEM_HEALTHY, message(c, conditions::ECOSYSTEM_HEALTHY)));
         }
         if c.transitioned(conditions::ECOSYSTEM_HEALTHY)
             && c.is(conditions::ECOSYSTEM_HEALTHY, Status::False)
@@ -700,7 +524,9 @@ impl<'o> Run<'o> {
         {
             events.push(events::warning(
                 event::ECOSYSTEM_UNHEALTHY,
-                format!("Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n{summary}"),
+                format!(
+                    "Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n{summary}"
+                ),
             ));
         }
         events.append(&mut self.diff_events);
@@ -715,15 +541,9 @@ impl<'o> Run<'o> {
         events.extend(self.stopped_event.take());
         if c.changed(conditions::SELF_UPGRADE_COMPLETED) {
             if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::False) {
-                events.push(events::normal(
-                    event::AWAIT_SELF_UPGRADE,
-                    events::AWAIT_SELF_UPGRADE_MESSAGE,
-                ));
+                events.push(events::normal(event::AWAIT_SELF_UPGRADE, events::AWAIT_SELF_UPGRADE_MESSAGE));
             } else if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::True) {
-                events.push(events::normal(
-                    event::SELF_UPGRADE_COMPLETED,
-                    events::SELF_UPGRADE_COMPLETED_MESSAGE,
-                ));
+                events.push(events::normal(event::SELF_UPGRADE_COMPLETED, events::SELF_UPGRADE_COMPLETED_MESSAGE));
             }
         }
         events.append(&mut self.stage_events);
@@ -747,16 +567,11 @@ impl<'o> Run<'o> {
 }
 
 fn message(conditions: &Conditions, type_: &str) -> String {
-    conditions
-        .get(type_)
-        .map(|c| c.message.clone())
-        .unwrap_or_default()
+    conditions.get(type_).map(|c| c.message.clone()).unwrap_or_default()
 }
 
 fn own_component_name(qualified: &str) -> String {
-    ComponentName::parse(qualified)
-        .map(|n| n.simple)
-        .unwrap_or_else(|_| qualified.to_owned())
+    ComponentName::parse(qualified).map(|n| n.simple).unwrap_or_else(|_| qualified.to_owned())
 }
 
 fn write_reason(set: usize, remove: usize) -> String {
@@ -767,62 +582,33 @@ fn write_reason(set: usize, remove: usize) -> String {
     }
 }
 
-fn value_write(
-    target: ConfigTarget,
-    base: crate::observation::ObjectBase,
-    changes: &[ConfigChange],
-) -> Action {
+fn value_write(target: ConfigTarget, base: crate::observation::ObjectBase, changes: &[ConfigChange]) -> Action {
     let set: Vec<ConfigSet> = changes
         .iter()
         .filter(|c| c.action == ConfigAction::Set)
-        .map(|c| ConfigSet {
-            key: c.key.clone(),
-            value: ConfigValue::Value(c.expected.clone().unwrap_or_default()),
-        })
+        .map(|c| ConfigSet { key: c.key.clone(), value: ConfigValue::Value(c.expected.clone().unwrap_or_default()) })
         .collect();
-    let remove: Vec<String> = changes
-        .iter()
-        .filter(|c| c.action == ConfigAction::Remove)
-        .map(|c| c.key.clone())
-        .collect();
+    let remove: Vec<String> =
+        changes.iter().filter(|c| c.action == ConfigAction::Remove).map(|c| c.key.clone()).collect();
     Action {
         stage: Stage::Config,
         reason: write_reason(set.len(), remove.len()),
-        operation: Operation::WriteConfig {
-            target,
-            base,
-            set,
-            remove,
-        },
+        operation: Operation::WriteConfig { target, base, set, remove },
     }
 }
 
 fn component_action(stage: Stage, change: &ComponentChange<'_>, namespace: &str) -> Action {
     let name = change.name().to_owned();
-    let reason = change
-        .actions
-        .iter()
-        .map(|a| a.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let reason = change.actions.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ");
     let operation = if change.actions.contains(&ComponentAction::Install) {
         let config = change.expected_deploy_config();
-        Operation::CreateComponent {
-            object: Box::new(objects::component_object(change.target, &config, namespace)),
-        }
+        Operation::CreateComponent { object: Box::new(objects::component_object(change.target, &config, namespace)) }
     } else if change.actions.contains(&ComponentAction::Uninstall) {
         Operation::DeleteComponent { name }
     } else {
-        Operation::PatchComponent {
-            name,
-            patch: objects::component_patch(change),
-        }
+        Operation::PatchComponent { name, patch: objects::component_patch(change) }
     };
-    Action {
-        stage,
-        reason,
-        operation,
-    }
+    Action { stage, reason, operation }
 }
 
 enum SelfUpgrade<'d, 'a> {
@@ -841,11 +627,7 @@ fn self_upgrade<'d, 'a>(
     observation: &Observation,
     own_component: &str,
 ) -> SelfUpgrade<'d, 'a> {
-    let Some(own) = effective
-        .components
-        .iter()
-        .find(|c| c.name.simple == own_component && !c.absent)
-    else {
+    let Some(own) = effective.components.iter().find(|c| c.name.simple == own_component && !c.absent) else {
         return SelfUpgrade::Done;
     };
     if let Some(change) = diff.component(own_component) {
@@ -854,24 +636,17 @@ fn self_upgrade<'d, 'a>(
     let Some(wanted) = &own.version else {
         return SelfUpgrade::Done;
     };
-    let installed_version = installed
-        .components
-        .get(own_component)
-        .and_then(|c| c.installed_version.as_ref());
+    let installed_version = installed.components.get(own_component).and_then(|c| c.installed_version.as_ref());
     if installed_version != Some(wanted) {
         return SelfUpgrade::Waiting(format!(
             "waiting for the component operator to install {own_component} {wanted} (installed: {})",
-            installed_version
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "none".into())
+            installed_version.map(|v| v.to_string()).unwrap_or_else(|| "none".into())
         ));
     }
     match observation.operator.version.as_deref() {
-        Some(running) if ComponentVersion::parse(running).ok().as_ref() != Some(wanted) => {
-            SelfUpgrade::Waiting(format!(
-                "waiting for the operator {wanted} to take over (this operator runs {running})"
-            ))
-        }
+        Some(running) if ComponentVersion::parse(running).ok().as_ref() != Some(wanted) => SelfUpgrade::Waiting(
+            format!("waiting for the operator {wanted} to take over (this operator runs {running})"),
+        ),
         _ => SelfUpgrade::Done,
     }
 }
@@ -883,15 +658,7 @@ pub fn wanted_descriptors(blueprint: &Blueprint) -> Vec<(String, String)> {
         .map(|effective| {
             effective
                 .wanted_dogus()
-                .map(|d| {
-                    (
-                        d.name.to_string(),
-                        d.version
-                            .as_ref()
-                            .map(|v| v.raw().to_owned())
-                            .unwrap_or_default(),
-                    )
-                })
+                .map(|d| (d.name.to_string(), d.version.as_ref().map(|v| v.raw().to_owned()).unwrap_or_default()))
                 .collect()
         })
         .unwrap_or_default()
@@ -899,9 +666,7 @@ pub fn wanted_descriptors(blueprint: &Blueprint) -> Vec<(String, String)> {
 
 /// Which Secrets a reconcile of this Blueprint reads sensitive values from.
 pub fn referenced_secrets(blueprint: &Blueprint) -> BTreeSet<String> {
-    effective_blueprint(blueprint)
-        .map(|e| references::referenced_secret_names(&e))
-        .unwrap_or_default()
+    effective_blueprint(blueprint).map(|e| references::referenced_secret_names(&e)).unwrap_or_default()
 }
 
 fn effective_blueprint(blueprint: &Blueprint) -> Option<EffectiveBlueprint> {

@@ -9,9 +9,7 @@ use crate::validation::EffectiveBlueprint;
 
 /// The Secrets the effective blueprint reads sensitive values from.
 pub fn referenced_secret_names(effective: &EffectiveBlueprint) -> BTreeSet<String> {
-    references(effective)
-        .map(|(_, _, r)| r.name.clone())
-        .collect()
+    references(effective).map(|(_, _, r)| r.name.clone()).collect()
 }
 
 fn references(
@@ -46,10 +44,7 @@ pub fn resolve(
             },
             Some(ReferencedSecret::Missing) | None => {
                 if missing_secrets.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!(
-                        "referenced secret \"{}\" does not exist",
-                        reference.name
-                    )));
+                    problems.push(Problem::new(format!("referenced secret \"{}\" does not exist", reference.name)));
                 }
             }
         }

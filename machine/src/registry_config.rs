@@ -34,8 +34,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
     }
-    let value: Value =
-        serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+    let value: Value = serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
     let mut entries = BTreeMap::new();
     match value {
         Value::Null => {}
@@ -51,11 +50,7 @@ fn flatten(
     out: &mut BTreeMap<String, String>,
 ) -> Result<(), ConfigError> {
     for (key, value) in map {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}/{key}")
-        };
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}/{key}") };
         match value {
             Value::Object(inner) => flatten(&path, inner, out)?,
             Value::String(s) => {
@@ -100,20 +95,13 @@ pub fn apply<'a>(
 /// Whether `key` can hold a value next to the keys that exist.
 pub fn check_can_set<V>(entries: &BTreeMap<String, V>, key: &str) -> Result<(), ConfigError> {
     let dictionary = format!("{key}/");
-    if entries
-        .range(dictionary.clone()..)
-        .next()
-        .is_some_and(|(k, _)| k.starts_with(&dictionary))
-    {
+    if entries.range(dictionary.clone()..).next().is_some_and(|(k, _)| k.starts_with(&dictionary)) {
         return Err(ConfigError::UsedAsDictionary(key.to_owned()));
     }
     for (i, _) in key.match_indices('/') {
         let parent = &key[..i];
         if entries.contains_key(parent) {
-            return Err(ConfigError::ParentHasValue {
-                key: key.to_owned(),
-                parent: parent.to_owned(),
-            });
+            return Err(ConfigError::ParentHasValue { key: key.to_owned(), parent: parent.to_owned() });
         }
     }
     Ok(())
@@ -129,9 +117,7 @@ pub fn render(entries: &BTreeMap<String, String>) -> String {
             if parts.peek().is_none() {
                 node.insert(part.to_owned(), Value::String(value.clone()));
             } else {
-                let child = node
-                    .entry(part.to_owned())
-                    .or_insert_with(|| Value::Object(Default::default()));
+                let child = node.entry(part.to_owned()).or_insert_with(|| Value::Object(Default::default()));
                 if !child.is_object() {
                     // Unreachable for entries built through `apply`; keep the value rather than panic.
                     *child = Value::Object(Default::default());
@@ -170,10 +156,7 @@ mod tests {
 
     #[test]
     fn rejects_values_that_are_not_strings() {
-        assert_eq!(
-            parse("a:\n  b: 1\n"),
-            Err(ConfigError::NotAString("a/b".into()))
-        );
+        assert_eq!(parse("a:\n  b: 1\n"), Err(ConfigError::NotAString("a/b".into())));
         assert_eq!(parse("- a\n"), Err(ConfigError::NotAMapping));
         assert!(matches!(parse("a: [\n"), Err(ConfigError::Yaml(_))));
         assert_eq!(parse("").unwrap(), BTreeMap::new());
@@ -182,25 +165,13 @@ mod tests {
     #[test]
     fn a_key_is_either_a_value_or_a_dictionary() {
         let mut entries: BTreeMap<String, String> = [("a/b".to_owned(), "1".to_owned())].into();
-        assert_eq!(
-            apply(&mut entries, [("a", "x".to_owned())], []),
-            Err(ConfigError::UsedAsDictionary("a".into()))
-        );
+        assert_eq!(apply(&mut entries, [("a", "x".to_owned())], []), Err(ConfigError::UsedAsDictionary("a".into())));
         assert_eq!(
             apply(&mut entries, [("a/b/c", "x".to_owned())], []),
-            Err(ConfigError::ParentHasValue {
-                key: "a/b/c".into(),
-                parent: "a/b".into()
-            })
+            Err(ConfigError::ParentHasValue { key: "a/b/c".into(), parent: "a/b".into() })
         );
-        assert_eq!(
-            apply(&mut entries, [("/", "x".to_owned())], []),
-            Err(ConfigError::EmptyKey)
-        );
-        assert_eq!(
-            apply(&mut entries, [("a/", "x".to_owned())], []),
-            Err(ConfigError::KeyIsDictionary("a/".into()))
-        );
+        assert_eq!(apply(&mut entries, [("/", "x".to_owned())], []), Err(ConfigError::EmptyKey));
+        assert_eq!(apply(&mut entries, [("a/", "x".to_owned())], []), Err(ConfigError::KeyIsDictionary("a/".into())));
         apply(&mut entries, [("/a/c", "2".to_owned())], ["a/b", "missing"]).unwrap();
         assert_eq!(entries, [("a/c".to_owned(), "2".to_owned())].into());
         // removing the child first frees the dictionary for a value

@@ -8,11 +8,7 @@ use crate::observation::Observation;
 use crate::validation::EffectiveBlueprint;
 
 /// The wanted dogus that are not up to date yet, sorted.
-pub fn stale_dogus(
-    effective: &EffectiveBlueprint,
-    installed: &Installed,
-    observation: &Observation,
-) -> Vec<String> {
+pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observation: &Observation) -> Vec<String> {
     let global_updated = observation.global_config.last_updated();
     let mut stale: Vec<String> = effective
         .wanted_dogus()
@@ -27,19 +23,10 @@ pub fn stale_dogus(
             // A config object that does not exist has no time and makes nothing stale.
             let config_times = [
                 global_updated,
-                observation
-                    .dogu_configs
-                    .get(name)
-                    .and_then(|c| c.last_updated()),
-                observation
-                    .sensitive_configs
-                    .get(name)
-                    .and_then(|c| c.last_updated()),
+                observation.dogu_configs.get(name).and_then(|c| c.last_updated()),
+                observation.sensitive_configs.get(name).and_then(|c| c.last_updated()),
             ];
-            config_times
-                .into_iter()
-                .flatten()
-                .any(|updated| started_before(dogu.started_at.as_ref(), updated))
+            config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at.as_ref(), updated))
         })
         .map(|target| target.name.simple.clone())
         .collect();

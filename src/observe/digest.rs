@@ -20,8 +20,7 @@ impl Digester {
     }
 
     pub fn digest(&self, value: &[u8]) -> SecretDigest {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
         mac.update(value);
         let bytes = mac.finalize().into_bytes();
         SecretDigest(bytes.iter().map(|b| format!("{b:02x}")).collect())

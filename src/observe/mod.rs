@@ -39,9 +39,7 @@ pub fn config_kind(meta: &ObjectMeta) -> Option<ConfigKind> {
     match labels.get(TYPE_LABEL)?.as_str() {
         "global-config" => Some(ConfigKind::Global),
         "dogu-config" => labels.get(DOGU_LABEL).map(|d| ConfigKind::Dogu(d.clone())),
-        "sensitive-config" => labels
-            .get(DOGU_LABEL)
-            .map(|d| ConfigKind::Sensitive(d.clone())),
+        "sensitive-config" => labels.get(DOGU_LABEL).map(|d| ConfigKind::Sensitive(d.clone())),
         _ => None,
     }
 }
@@ -60,51 +58,28 @@ pub fn last_updated(meta: &ObjectMeta) -> Option<Time> {
 pub fn config_map_observation(config_map: &ConfigMap) -> ConfigObservation<String> {
     let last_updated = last_updated(&config_map.metadata);
     let resource_version = config_map.metadata.resource_version.clone();
-    let text = config_map
-        .data
-        .as_ref()
-        .and_then(|d| d.get(DATA_KEY))
-        .map(String::as_str)
-        .unwrap_or("");
+    let text = config_map.data.as_ref().and_then(|d| d.get(DATA_KEY)).map(String::as_str).unwrap_or("");
     match registry_config::parse(text) {
-        Ok(entries) => ConfigObservation::Present {
-            entries,
-            last_updated,
-            resource_version,
-        },
-        Err(e) => ConfigObservation::Malformed {
-            reason: e.to_string(),
-            last_updated,
-            resource_version,
-        },
+        Ok(entries) => ConfigObservation::Present { entries, last_updated, resource_version },
+        Err(e) => ConfigObservation::Malformed { reason: e.to_string(), last_updated, resource_version },
     }
 }
 
 /// A sensitive-config Secret, flattened, values digested.
-pub fn sensitive_observation(
-    secret: &Secret,
-    digester: &Digester,
-) -> ConfigObservation<SecretDigest> {
+pub fn sensitive_observation(secret: &Secret, digester: &Digester) -> ConfigObservation<SecretDigest> {
     let last_updated = last_updated(&secret.metadata);
     let resource_version = secret.metadata.resource_version.clone();
-    let text = secret_value(secret, DATA_KEY)
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default();
+    let text =
+        secret_value(secret, DATA_KEY).map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default();
     match registry_config::parse(&text) {
         Ok(entries) => ConfigObservation::Present {
-            entries: entries
-                .into_iter()
-                .map(|(k, v)| (k, digester.digest(v.as_bytes())))
-                .collect(),
+            entries: entries.into_iter().map(|(k, v)| (k, digester.digest(v.as_bytes()))).collect(),
             last_updated,
             resource_version,
         },
         // The parser's message may quote the content: keep only what kind of problem it is.
         Err(e) => ConfigObservation::Malformed {
-            reason: format!(
-                "{} (details withheld: the content is sensitive)",
-                sensitive_error_kind(&e)
-            ),
+            reason: format!("{} (details withheld: the content is sensitive)", sensitive_error_kind(&e)),
             last_updated,
             resource_version,
         },
@@ -115,9 +90,7 @@ fn sensitive_error_kind(error: &registry_config::ConfigError) -> &'static str {
     match error {
         registry_config::ConfigError::Yaml(_) => "config.yaml is not valid YAML",
         registry_config::ConfigError::NotAMapping => "config.yaml is not a mapping",
-        registry_config::ConfigError::NotAString(_) => {
-            "config.yaml holds a value that is not a string"
-        }
+        registry_config::ConfigError::NotAString(_) => "config.yaml holds a value that is not a string",
         _ => "config.yaml is not in the registry format",
     }
 }
@@ -129,13 +102,7 @@ fn secret_value(secret: &Secret, key: &str) -> Option<Vec<u8>> {
         .as_ref()
         .and_then(|d| d.get(key))
         .map(|b| b.0.clone())
-        .or_else(|| {
-            secret
-                .string_data
-                .as_ref()
-                .and_then(|d| d.get(key))
-                .map(|s| s.as_bytes().to_vec())
-        })
+        .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(key)).map(|s| s.as_bytes().to_vec()))
 }
 
 /// A Secret the blueprint references, each key digested.
@@ -183,29 +150,20 @@ impl Snapshot<'_> {
                 _ => {}
             }
         }
-        let referenced: std::collections::BTreeSet<String> = self
-            .blueprint
-            .map(blueprint_machine::referenced_secrets)
-            .unwrap_or_default();
+        let referenced: std::collections::BTreeSet<String> =
+            self.blueprint.map(blueprint_machine::referenced_secrets).unwrap_or_default();
         let mut sensitive_configs = BTreeMap::new();
         let mut referenced_secrets = BTreeMap::new();
         for secret in &self.secrets {
             if let Some(ConfigKind::Sensitive(dogu)) = config_kind(&secret.metadata) {
                 sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
             }
-            if let Some(name) = secret
-                .metadata
-                .name
-                .as_ref()
-                .filter(|n| referenced.contains(*n))
-            {
+            if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
                 referenced_secrets.insert(name.clone(), referenced_secret(Some(secret), digester));
             }
         }
         for name in referenced {
-            referenced_secrets
-                .entry(name)
-                .or_insert(ReferencedSecret::Missing);
+            referenced_secrets.entry(name).or_insert(ReferencedSecret::Missing);
         }
         Observation {
             now: self.now.clone(),

@@ -28,10 +28,7 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 fn error(file: &Path, message: impl Into<String>) -> InputError {
-    InputError {
-        file: file.to_owned(),
-        message: message.into(),
-    }
+    InputError { file: file.to_owned(), message: message.into() }
 }
 
 fn read(file: &Path) -> Result<String, InputError> {
@@ -53,35 +50,25 @@ pub struct ClusterObjects {
 /// Reads exactly one Blueprint from a YAML or JSON file.
 pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
     let text = read(file)?;
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
-        .map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| error(file, format!("not valid YAML: {e}")))?;
     let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
     let [document] = documents.as_slice() else {
-        return Err(error(
-            file,
-            format!(
-                "expected exactly one Blueprint document, found {}",
-                documents.len()
-            ),
-        ));
+        return Err(error(file, format!("expected exactly one Blueprint document, found {}", documents.len())));
     };
     let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind != "Blueprint" {
-        return Err(error(
-            file,
-            format!("expected kind Blueprint, found {kind:?}"),
-        ));
+        return Err(error(file, format!("expected kind Blueprint, found {kind:?}")));
     }
     // Decoding the text again (not the Value) keeps line and column in the error message.
-    serde_saphyr::from_str::<Blueprint>(&text)
-        .map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
+    serde_saphyr::from_str::<Blueprint>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
 }
 
 /// Reads Kubernetes objects: a `List`, or one or more YAML documents.
 pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
     let text = read(file)?;
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
-        .map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| error(file, format!("not valid YAML: {e}")))?;
     let mut items = Vec::new();
     for document in documents.into_iter().filter(|d| !d.is_null()) {
         let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -97,16 +84,8 @@ pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
     }
     let mut objects = ClusterObjects::default();
     for (index, item) in items.into_iter().enumerate() {
-        let kind = item
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let kind = item.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
         let label = format!("object {} ({kind} {name:?})", index + 1);
         match kind.as_str() {
             "Blueprint" => objects.blueprints.push(typed(file, &label, item)?),
@@ -126,10 +105,7 @@ fn typed<T: DeserializeOwned>(file: &Path, label: &str, item: Value) -> Result<T
 }
 
 /// Looks up each wanted dogu's descriptor as `DIR/<namespace>/<name>/<version>.json`.
-pub fn read_descriptors(
-    dir: Option<&Path>,
-    wanted: &[(String, String)],
-) -> Result<Vec<DescriptorEntry>, InputError> {
+pub fn read_descriptors(dir: Option<&Path>, wanted: &[(String, String)]) -> Result<Vec<DescriptorEntry>, InputError> {
     let mut entries = Vec::with_capacity(wanted.len());
     for (name, version) in wanted {
         let lookup = match dir {
@@ -137,23 +113,19 @@ pub fn read_descriptors(
                 reason: "no dogu descriptors were given (plan --descriptors DIR)".into(),
             },
             Some(dir) => match descriptor_path(dir, name, version) {
-                None => DescriptorLookup::Unavailable {
-                    reason: format!("{name} {version} cannot name a descriptor file"),
-                },
+                None => {
+                    DescriptorLookup::Unavailable { reason: format!("{name} {version} cannot name a descriptor file") }
+                }
                 Some(path) if !path.exists() => DescriptorLookup::NotFound,
                 Some(path) => {
                     let text = read(&path)?;
-                    let descriptor: DoguDescriptor = serde_json::from_str(&text)
-                        .map_err(|e| error(&path, format!("not a valid dogu.json: {e}")))?;
+                    let descriptor: DoguDescriptor =
+                        serde_json::from_str(&text).map_err(|e| error(&path, format!("not a valid dogu.json: {e}")))?;
                     DescriptorLookup::Found { descriptor }
                 }
             },
         };
-        entries.push(DescriptorEntry {
-            name: name.clone(),
-            version: version.clone(),
-            lookup,
-        });
+        entries.push(DescriptorEntry { name: name.clone(), version: version.clone(), lookup });
     }
     Ok(entries)
 }
@@ -161,8 +133,6 @@ pub fn read_descriptors(
 /// `DIR/<namespace>/<name>/<version>.json`, or `None` if the parts would leave `DIR`.
 fn descriptor_path(dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
     let relative = PathBuf::from(format!("{name}/{version}.json"));
-    let plain = relative
-        .components()
-        .all(|c| matches!(c, PathComponent::Normal(_)));
+    let plain = relative.components().all(|c| matches!(c, PathComponent::Normal(_)));
     (plain && relative.components().count() == 3).then(|| dir.join(relative))
 }

@@ -54,11 +54,7 @@ struct JsonPlan<'a> {
 pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
     let (observation, warnings) = observe(args)?;
     let decision = blueprint_machine::reconcile(&observation);
-    let name = observation
-        .blueprint
-        .as_ref()
-        .and_then(|b| b.metadata.name.clone())
-        .unwrap_or_default();
+    let name = observation.blueprint.as_ref().and_then(|b| b.metadata.name.clone()).unwrap_or_default();
     let stdout = match args.format {
         Format::Text => render::text(&name, &decision),
         Format::Json => {
@@ -73,12 +69,7 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
         }
     };
     let (exit_code, error) = exit(&decision);
-    Ok(PlanOutput {
-        stdout,
-        warnings,
-        exit_code,
-        error,
-    })
+    Ok(PlanOutput { stdout, warnings, exit_code, error })
 }
 
 fn exit(decision: &Decision) -> (i32, Option<String>) {
@@ -91,22 +82,14 @@ fn exit(decision: &Decision) -> (i32, Option<String>) {
             .unwrap_or_default()
     };
     match decision.state {
-        State::Invalid => (
-            1,
-            Some(format!("the blueprint is invalid: {}", valid_message())),
-        ),
-        State::MultipleBlueprints => (
-            1,
-            Some("more than one Blueprint in the namespace; none would be processed".into()),
-        ),
+        State::Invalid => (1, Some(format!("the blueprint is invalid: {}", valid_message()))),
+        State::MultipleBlueprints => {
+            (1, Some("more than one Blueprint in the namespace; none would be processed".into()))
+        }
         State::NoBlueprint => (1, Some("no blueprint".into())),
         _ => {
             let pending = !decision.actions.is_empty()
-                || decision
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.state_diff.as_ref())
-                    .is_some_and(|d| !d.is_empty());
+                || decision.status.as_ref().and_then(|s| s.state_diff.as_ref()).is_some_and(|d| !d.is_empty());
             (if pending { 2 } else { 0 }, None)
         }
     }
@@ -116,11 +99,8 @@ fn exit(decision: &Decision) -> (i32, Option<String>) {
 pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError> {
     let mut blueprint = input::read_blueprint(&args.blueprint)?;
     let cluster = input::read_cluster(&args.cluster)?;
-    let mut warnings: Vec<String> = cluster
-        .ignored
-        .iter()
-        .map(|o| format!("ignoring {o}: not an object the operator reads"))
-        .collect();
+    let mut warnings: Vec<String> =
+        cluster.ignored.iter().map(|o| format!("ignoring {o}: not an object the operator reads")).collect();
 
     let namespace = args
         .namespace
@@ -131,11 +111,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
     let in_namespace = |ns: &Option<String>| ns.as_deref().is_none_or(|ns| ns == namespace);
 
     // A Blueprint of the same name in the cluster supplies the stored status the plan starts from.
-    if let Some(stored) = cluster
-        .blueprints
-        .iter()
-        .find(|b| b.metadata.name.as_deref() == Some(name.as_str()))
-    {
+    if let Some(stored) = cluster.blueprints.iter().find(|b| b.metadata.name.as_deref() == Some(name.as_str())) {
         if blueprint.status.is_none() {
             blueprint.status = stored.status.clone();
         }
@@ -162,30 +138,12 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         skipped += usize::from(!keep);
         keep
     };
-    let dogus: Vec<_> = cluster
-        .dogus
-        .iter()
-        .filter(|o| keep(&o.metadata.namespace))
-        .collect();
-    let components: Vec<_> = cluster
-        .components
-        .iter()
-        .filter(|o| keep(&o.metadata.namespace))
-        .collect();
-    let config_maps: Vec<_> = cluster
-        .config_maps
-        .iter()
-        .filter(|o| keep(&o.metadata.namespace))
-        .collect();
-    let secrets: Vec<_> = cluster
-        .secrets
-        .iter()
-        .filter(|o| keep(&o.metadata.namespace))
-        .collect();
+    let dogus: Vec<_> = cluster.dogus.iter().filter(|o| keep(&o.metadata.namespace)).collect();
+    let components: Vec<_> = cluster.components.iter().filter(|o| keep(&o.metadata.namespace)).collect();
+    let config_maps: Vec<_> = cluster.config_maps.iter().filter(|o| keep(&o.metadata.namespace)).collect();
+    let secrets: Vec<_> = cluster.secrets.iter().filter(|o| keep(&o.metadata.namespace)).collect();
     if skipped > 0 {
-        warnings.push(format!(
-            "ignoring {skipped} object(s) outside the namespace {namespace:?}"
-        ));
+        warnings.push(format!("ignoring {skipped} object(s) outside the namespace {namespace:?}"));
     }
 
     let wanted = blueprint_machine::wanted_descriptors(&blueprint);
@@ -207,6 +165,5 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
 
 /// The current time at the precision Kubernetes stores (seconds).
 pub fn now_in_seconds() -> Timestamp {
-    Timestamp::from_second(Timestamp::now().as_second())
-        .expect("the current time is a valid timestamp")
+    Timestamp::from_second(Timestamp::now().as_second()).expect("the current time is a valid timestamp")
 }

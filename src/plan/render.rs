@@ -4,8 +4,7 @@
 use std::fmt::Write;
 
 use blueprint_machine::api::{
-    BlueprintStatus, ComponentDiff, ComponentDiffState, ConfigEntryDiff, DoguDiff, DoguDiffState,
-    StateDiff,
+    BlueprintStatus, ComponentDiff, ComponentDiffState, ConfigEntryDiff, DoguDiff, DoguDiffState, StateDiff,
 };
 use blueprint_machine::conditions;
 use blueprint_machine::decision::{ConfigValue, Decision, Operation, Requeue, State};
@@ -13,14 +12,8 @@ use blueprint_machine::decision::{ConfigValue, Decision, Operation, Requeue, Sta
 pub fn text(blueprint_name: &str, decision: &Decision) -> String {
     let mut out = String::new();
     let status = decision.status.as_ref();
-    let generation = status
-        .and_then(|s| s.observed_generation)
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "Blueprint {blueprint_name:?} (generation {generation}): {}",
-        describe(decision.state)
-    );
+    let generation = status.and_then(|s| s.observed_generation).unwrap_or_default();
+    let _ = writeln!(out, "Blueprint {blueprint_name:?} (generation {generation}): {}", describe(decision.state));
     if let Some(diff) = status.and_then(|s| s.state_diff.as_ref()) {
         changes(&mut out, diff);
     }
@@ -54,32 +47,19 @@ fn describe(state: State) -> &'static str {
 
 fn changes(out: &mut String, diff: &StateDiff) {
     if diff.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nNo changes: the ecosystem matches the effective blueprint."
-        );
+        let _ = writeln!(out, "\nNo changes: the ecosystem matches the effective blueprint.");
         return;
     }
     if !diff.dogu_diffs.is_empty() {
         let _ = writeln!(out, "\nDogus:");
         for (name, d) in &diff.dogu_diffs {
-            let _ = writeln!(
-                out,
-                "  {} {name:<24} {}",
-                symbol(&d.needed_actions),
-                dogu_line(d)
-            );
+            let _ = writeln!(out, "  {} {name:<24} {}", symbol(&d.needed_actions), dogu_line(d));
         }
     }
     if !diff.component_diffs.is_empty() {
         let _ = writeln!(out, "\nComponents:");
         for (name, c) in &diff.component_diffs {
-            let _ = writeln!(
-                out,
-                "  {} {name:<24} {}",
-                symbol(&c.needed_actions),
-                component_line(c)
-            );
+            let _ = writeln!(out, "  {} {name:<24} {}", symbol(&c.needed_actions), component_line(c));
         }
     }
     if !diff.global_config_diff.is_empty() || !diff.dogu_config_diffs.is_empty() {
@@ -118,11 +98,7 @@ fn version(state: &DoguDiffState) -> String {
     if state.absent {
         "absent".into()
     } else {
-        format!(
-            "{}/{}",
-            state.namespace,
-            state.version.as_deref().unwrap_or("?")
-        )
+        format!("{}/{}", state.namespace, state.version.as_deref().unwrap_or("?"))
     }
 }
 
@@ -139,11 +115,7 @@ fn component_version(state: &ComponentDiffState) -> String {
     if state.absent {
         "absent".into()
     } else {
-        format!(
-            "{}/{}",
-            state.distribution_namespace,
-            state.version.as_deref().unwrap_or("?")
-        )
+        format!("{}/{}", state.distribution_namespace, state.version.as_deref().unwrap_or("?"))
     }
 }
 
@@ -154,9 +126,7 @@ fn component_line(c: &ComponentDiff) -> String {
         component_version(&c.actual),
         component_version(&c.expected)
     );
-    if c.needed_actions
-        .iter()
-        .any(|a| a == "update component package config")
+    if c.needed_actions.iter().any(|a| a == "update component package config")
         && let Some(config) = &c.expected.deploy_config
     {
         let _ = write!(line, "  deployConfig: {config}");
@@ -168,17 +138,11 @@ fn config_lines(out: &mut String, entries: &[ConfigEntryDiff], sensitive: bool) 
     for entry in entries {
         let line = match (entry.needed_action.as_str(), sensitive) {
             ("remove", true) => "remove".to_owned(),
-            ("remove", false) => format!(
-                "remove (was {:?})",
-                entry.actual.value.as_deref().unwrap_or("")
-            ),
+            ("remove", false) => format!("remove (was {:?})", entry.actual.value.as_deref().unwrap_or("")),
             (_, true) if entry.actual.exists => "set to a new value from its Secret".to_owned(),
             (_, true) => "set from its Secret".to_owned(),
             (_, false) => match &entry.actual.value {
-                Some(old) => format!(
-                    "{old:?} → {:?}",
-                    entry.expected.value.as_deref().unwrap_or("")
-                ),
+                Some(old) => format!("{old:?} → {:?}", entry.expected.value.as_deref().unwrap_or("")),
                 None => format!("set {:?}", entry.expected.value.as_deref().unwrap_or("")),
             },
         };
@@ -197,16 +161,8 @@ fn conditions_table(out: &mut String, status: &BlueprintStatus) {
     let _ = writeln!(out, "\nConditions:");
     for c in &status.conditions {
         let message = c.message.lines().next().unwrap_or("");
-        let more = if c.message.lines().count() > 1 {
-            " …"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            out,
-            "  {:<22} {:<8} {:<24} {message}{more}",
-            c.type_, c.status, c.reason
-        );
+        let more = if c.message.lines().count() > 1 { " …" } else { "" };
+        let _ = writeln!(out, "  {:<22} {:<8} {:<24} {message}{more}", c.type_, c.status, c.reason);
     }
 }
 
@@ -244,14 +200,8 @@ fn actions(out: &mut String, decision: &Decision) {
             Operation::DeleteDogu { .. } | Operation::DeleteComponent { .. } => "delete",
             Operation::WriteConfig { .. } => "write",
         };
-        let _ = writeln!(
-            out,
-            "  {:>2}. [{}] {what} {}: {}",
-            i + 1,
-            action.stage,
-            action.operation.object(),
-            action.reason
-        );
+        let _ =
+            writeln!(out, "  {:>2}. [{}] {what} {}: {}", i + 1, action.stage, action.operation.object(), action.reason);
         if let Operation::WriteConfig { set, remove, .. } = &action.operation {
             for s in set {
                 let source = match &s.value {
@@ -274,13 +224,7 @@ fn events(out: &mut String, decision: &Decision) {
     let _ = writeln!(out, "\nEvents:");
     for e in &decision.events {
         let mut lines = e.message.lines();
-        let _ = writeln!(
-            out,
-            "  {:<8} {:<30} {}",
-            format!("{:?}", e.type_),
-            e.reason,
-            lines.next().unwrap_or("")
-        );
+        let _ = writeln!(out, "  {:<8} {:<30} {}", format!("{:?}", e.type_), e.reason, lines.next().unwrap_or(""));
         for line in lines {
             let _ = writeln!(out, "  {:<8} {:<30} {line}", "", "");
         }

@@ -153,9 +153,7 @@ pub struct ReverseProxyConfig {
 }
 
 /// A ConfigMap or Secret mounted into a dogu volume.
-#[derive(
-    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
-)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AdditionalMount {
     /// `ConfigMap` or `Secret`.
@@ -213,9 +211,7 @@ pub struct ConfigEntry {
 }
 
 /// A key of a Secret in the operator's namespace.
-#[derive(
-    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
-)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
 pub struct SecretReference {
     pub name: String,
     pub key: String,

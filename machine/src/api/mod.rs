@@ -21,12 +21,11 @@ use kube_core::CustomResourceExt;
 pub fn blueprint_crd() -> CustomResourceDefinition {
     let mut crd = Blueprint::crd();
     for version in &mut crd.spec.versions {
-        if let Some(root) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        {
-            root.description = Some("Blueprint describes the wanted state of a Cloudogu EcoSystem: dogus, components and configuration.".into());
+        if let Some(root) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) {
+            root.description = Some(
+                "Blueprint describes the wanted state of a Cloudogu EcoSystem: dogus, components and configuration."
+                    .into(),
+            );
             root.required = None;
         }
     }

@@ -5,10 +5,7 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 /// `spec.displayName` and `spec.blueprint` are required by upstream's CRD. They are `Option` in Rust
 /// only so that the machine, not the decoder, reports a missing value.
 pub fn require_blueprint_spec_fields(schema: &mut Schema) {
-    schema.insert(
-        "required".into(),
-        serde_json::json!(["blueprint", "displayName"]),
-    );
+    schema.insert("required".into(), serde_json::json!(["blueprint", "displayName"]));
 }
 
 /// Free-form data, as upstream declares it: `x-kubernetes-preserve-unknown-fields` without a type.

@@ -48,9 +48,7 @@ pub struct ReverseProxy {
 impl ReverseProxy {
     /// Empty means no setting at all; a body size of `0` (unlimited) is a setting.
     pub fn is_empty(&self) -> bool {
-        self.max_body_size.is_none()
-            && self.rewrite_target.is_empty()
-            && self.additional_config.is_empty()
+        self.max_body_size.is_none() && self.rewrite_target.is_empty() && self.additional_config.is_empty()
     }
 }
 
@@ -133,11 +131,7 @@ impl ParsedBlueprint {
         }
         let mut mask = Vec::new();
         let mut mask_problems = Vec::new();
-        for dogu in spec
-            .blueprint_mask
-            .iter()
-            .flat_map(|m| m.dogus.iter().flatten())
-        {
+        for dogu in spec.blueprint_mask.iter().flat_map(|m| m.dogus.iter().flatten()) {
             match MaskDogu::parse(dogu) {
                 Ok(m) => mask.push(m),
                 Err(p) => mask_problems.push(p),
@@ -154,9 +148,7 @@ impl ParsedBlueprint {
         let problems: Vec<Problem> = [
             Problem::wrap_all("cannot deserialize blueprint", blueprint_problems),
             Problem::wrap_all("cannot deserialize blueprint mask", {
-                Problem::wrap_all("cannot convert blueprint dogus", mask_problems)
-                    .into_iter()
-                    .collect()
+                Problem::wrap_all("cannot convert blueprint dogus", mask_problems).into_iter().collect()
             }),
         ]
         .into_iter()
@@ -166,91 +158,60 @@ impl ParsedBlueprint {
             return Err(ParseFailure::Malformed(problem));
         }
 
-        Ok(ParsedBlueprint {
-            dogus,
-            components,
-            config: Config::from_api(manifest.config.as_ref()),
-            mask,
-            flags,
-        })
+        Ok(ParsedBlueprint { dogus, components, config: Config::from_api(manifest.config.as_ref()), mask, flags })
     }
 }
 
 impl TargetDogu {
     fn parse(dogu: &api::BlueprintDogu) -> Result<Self, Problem> {
         let name = DoguName::parse(&dogu.name)?;
-        let version = match dogu.version.as_deref() {
-            None | Some("") => None,
-            Some(text) => Some(DoguVersion::parse(text).map_err(|e| {
-                Problem::wrap(
-                    format!("could not parse version of target dogu \"{name}\""),
-                    vec![e],
-                )
-            })?),
-        };
+        let version =
+            match dogu.version.as_deref() {
+                None | Some("") => None,
+                Some(text) => Some(DoguVersion::parse(text).map_err(|e| {
+                    Problem::wrap(format!("could not parse version of target dogu \"{name}\""), vec![e])
+                })?),
+            };
         let platform = dogu.platform_config.as_ref();
-        let min_volume_size = match platform
-            .and_then(|p| p.resource.as_ref())
-            .map(|r| r.min_volume_size.as_deref())
-        {
+        let min_volume_size = match platform.and_then(|p| p.resource.as_ref()).map(|r| r.min_volume_size.as_deref()) {
             None | Some(None) => None,
             // An empty size means "the default" and is kept as an explicit zero.
             Some(Some("" | "<nil>")) => Some(Quantity::ZERO),
             Some(Some(text)) => Some(Quantity::parse(text).map_err(|_| {
-                Problem::new(format!(
-                    "could not parse minimum volume size \"{text}\" for dogu \"{name}\""
-                ))
+                Problem::new(format!("could not parse minimum volume size \"{text}\" for dogu \"{name}\""))
             })?),
         };
         let proxy = platform.and_then(|p| p.reverse_proxy.as_ref());
         let max_body_size = match proxy.and_then(|p| p.max_body_size.as_deref()) {
             None | Some("" | "<nil>") => None,
             Some(text) => Some(Quantity::parse(text).map_err(|_| {
-                Problem::new(format!(
-                    "could not parse maximum proxy body size \"{text}\" for dogu \"{name}\""
-                ))
+                Problem::new(format!("could not parse maximum proxy body size \"{text}\" for dogu \"{name}\""))
             })?),
         };
         let reverse_proxy = ReverseProxy {
             max_body_size,
-            rewrite_target: proxy
-                .and_then(|p| p.rewrite_target.clone())
-                .unwrap_or_default(),
-            additional_config: proxy
-                .and_then(|p| p.additional_config.clone())
-                .unwrap_or_default(),
+            rewrite_target: proxy.and_then(|p| p.rewrite_target.clone()).unwrap_or_default(),
+            additional_config: proxy.and_then(|p| p.additional_config.clone()).unwrap_or_default(),
         };
         let mounts = platform
             .and_then(|p| p.additional_mounts.as_ref())
             .map(|mounts| mounts.iter().map(Mount::from_api).collect())
             .unwrap_or_default();
-        Ok(TargetDogu {
-            name,
-            version,
-            absent: dogu.absent.unwrap_or(false),
-            min_volume_size,
-            reverse_proxy,
-            mounts,
-        })
+        Ok(TargetDogu { name, version, absent: dogu.absent.unwrap_or(false), min_volume_size, reverse_proxy, mounts })
     }
 
     /// The dogu as written to `status.effectiveBlueprint`.
     pub fn to_api(&self) -> api::BlueprintDogu {
-        let has_platform_config = self.min_volume_size.is_some()
-            || !self.reverse_proxy.is_empty()
-            || !self.mounts.is_empty();
+        let has_platform_config =
+            self.min_volume_size.is_some() || !self.reverse_proxy.is_empty() || !self.mounts.is_empty();
         api::BlueprintDogu {
             name: self.name.to_string(),
             version: self.version.as_ref().map(|v| v.raw().to_owned()),
             absent: Some(self.absent),
             platform_config: has_platform_config.then(|| api::PlatformConfig {
-                resource: self.min_volume_size.map(|q| api::ResourceConfig {
-                    min_volume_size: Some(q.canonical()),
-                }),
-                reverse_proxy: (!self.reverse_proxy.is_empty())
-                    .then(|| self.reverse_proxy.to_api()),
-                additional_mounts: (!self.mounts.is_empty())
-                    .then(|| self.mounts.iter().map(Mount::to_api).collect()),
+                resource: self.min_volume_size.map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()) }),
+                reverse_proxy: (!self.reverse_proxy.is_empty()).then(|| self.reverse_proxy.to_api()),
+                additional_mounts: (!self.mounts.is_empty()).then(|| self.mounts.iter().map(Mount::to_api).collect()),
             }),
         }
     }
@@ -293,10 +254,7 @@ impl TargetComponent {
         let version = match component.version.as_deref() {
             None | Some("") => None,
             Some(text) => Some(ComponentVersion::parse(text).map_err(|e| {
-                Problem::wrap(
-                    format!("could not parse version of target component \"{name}\""),
-                    vec![e],
-                )
+                Problem::wrap(format!("could not parse version of target component \"{name}\""), vec![e])
             })?),
         };
         Ok(TargetComponent {
@@ -317,16 +275,9 @@ impl TargetComponent {
         api::BlueprintComponent {
             name: self.name.to_string(),
             // Absent components are written without a version, as upstream does.
-            version: if self.absent {
-                None
-            } else {
-                self.version.as_ref().map(|v| v.to_string())
-            },
+            version: if self.absent { None } else { self.version.as_ref().map(|v| v.to_string()) },
             absent: Some(self.absent),
-            deploy_config: self
-                .deploy_config_map()
-                .filter(|m| !m.is_empty())
-                .map(|m| Value::Object(m.clone())),
+            deploy_config: self.deploy_config_map().filter(|m| !m.is_empty()).map(|m| Value::Object(m.clone())),
         }
     }
 }
@@ -336,18 +287,12 @@ impl MaskDogu {
         let name = DoguName::parse(&dogu.name)?;
         let version = match dogu.version.as_deref() {
             None | Some("") => None,
-            Some(text) => Some(DoguVersion::parse(text).map_err(|e| {
-                Problem::wrap(
-                    format!("could not parse version of mask dogu \"{name}\""),
-                    vec![e],
-                )
-            })?),
+            Some(text) => Some(
+                DoguVersion::parse(text)
+                    .map_err(|e| Problem::wrap(format!("could not parse version of mask dogu \"{name}\""), vec![e]))?,
+            ),
         };
-        Ok(MaskDogu {
-            name,
-            version,
-            absent: dogu.absent.unwrap_or(false),
-        })
+        Ok(MaskDogu { name, version, absent: dogu.absent.unwrap_or(false) })
     }
 }
 
@@ -367,11 +312,7 @@ impl ConfigEntry {
         api::ConfigEntry {
             key: self.key.clone(),
             absent: self.absent.then_some(true),
-            value: if self.sensitive {
-                None
-            } else {
-                self.value.clone()
-            },
+            value: if self.sensitive { None } else { self.value.clone() },
             sensitive: self.sensitive.then_some(true),
             secret_ref: self.secret_ref.clone(),
         }
@@ -384,22 +325,12 @@ impl Config {
             return Config::default();
         };
         Config {
-            global: config
-                .global
-                .iter()
-                .flatten()
-                .map(ConfigEntry::from_api)
-                .collect(),
+            global: config.global.iter().flatten().map(ConfigEntry::from_api).collect(),
             dogus: config
                 .dogus
                 .iter()
                 .flatten()
-                .map(|(dogu, entries)| {
-                    (
-                        dogu.clone(),
-                        entries.iter().map(ConfigEntry::from_api).collect(),
-                    )
-                })
+                .map(|(dogu, entries)| (dogu.clone(), entries.iter().map(ConfigEntry::from_api).collect()))
                 .collect(),
         }
     }
@@ -416,16 +347,10 @@ impl Config {
             dogus: (!self.dogus.is_empty()).then(|| {
                 self.dogus
                     .iter()
-                    .map(|(dogu, entries)| {
-                        (
-                            dogu.clone(),
-                            entries.iter().map(ConfigEntry::to_api).collect(),
-                        )
-                    })
+                    .map(|(dogu, entries)| (dogu.clone(), entries.iter().map(ConfigEntry::to_api).collect()))
                     .collect()
             }),
-            global: (!self.global.is_empty())
-                .then(|| self.global.iter().map(ConfigEntry::to_api).collect()),
+            global: (!self.global.is_empty()).then(|| self.global.iter().map(ConfigEntry::to_api).collect()),
         })
     }
 }

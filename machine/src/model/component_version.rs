@@ -88,10 +88,7 @@ mod tests {
         assert!(v("3.2.1-1") < v("3.2.1"));
         assert!(v("3.2.1-1") < v("3.2.1-2"));
         assert!(v("3.2.1-0") < v("3.2.1-1"));
-        assert!(
-            v("3.2.1-2") < v("3.2.1-10"),
-            "numeric identifiers compare numerically"
-        );
+        assert!(v("3.2.1-2") < v("3.2.1-10"), "numeric identifiers compare numerically");
         assert_eq!(v("1.0.0+a"), v("1.0.0+b"));
         assert_eq!(v("1.0"), v("1.0.0"));
     }

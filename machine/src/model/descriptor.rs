@@ -26,12 +26,7 @@ pub struct DoguDescriptor {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub optional_dependencies: Vec<Dependency>,
-    #[serde(
-        rename = "Volumes",
-        default,
-        deserialize_with = "null_as_empty",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(rename = "Volumes", default, deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
 }
 
@@ -59,12 +54,7 @@ pub struct Volume {
     #[serde(rename = "Name", default)]
     pub name: String,
     /// Volumes with clients are managed by another component and cannot take additional mounts.
-    #[serde(
-        rename = "Clients",
-        default,
-        deserialize_with = "null_as_empty",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(rename = "Clients", default, deserialize_with = "null_as_empty", skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<serde_json::Value>,
 }
 
@@ -84,11 +74,7 @@ fn dependencies<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Dependency>, D::E
         .into_iter()
         .map(|dep| match dep {
             AnyDependency::V2(dep) => dep,
-            AnyDependency::V1(name) => Dependency {
-                kind: Some("dogu".into()),
-                name,
-                version: String::new(),
-            },
+            AnyDependency::V1(name) => Dependency { kind: Some("dogu".into()), name, version: String::new() },
         })
         .collect())
 }
@@ -105,24 +91,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v2.dependencies.len(), 3);
-        assert!(
-            v2.dependencies[0].is_dogu()
-                && v2.dependencies[1].is_dogu()
-                && !v2.dependencies[2].is_dogu()
-        );
+        assert!(v2.dependencies[0].is_dogu() && v2.dependencies[1].is_dogu() && !v2.dependencies[2].is_dogu());
         assert_eq!(v2.dependencies[0].version, ">=12");
         assert_eq!(v2.volumes[1].clients.len(), 1);
 
-        let v1: DoguDescriptor =
-            serde_json::from_str(r#"{"Name":"official/scm","Version":"1.0.0-1","Dependencies":["cas","nginx"],"Volumes":null}"#)
-                .unwrap();
+        let v1: DoguDescriptor = serde_json::from_str(
+            r#"{"Name":"official/scm","Version":"1.0.0-1","Dependencies":["cas","nginx"],"Volumes":null}"#,
+        )
+        .unwrap();
         assert_eq!(
             v1.dependencies[0],
-            Dependency {
-                kind: Some("dogu".into()),
-                name: "cas".into(),
-                version: String::new()
-            }
+            Dependency { kind: Some("dogu".into()), name: "cas".into(), version: String::new() }
         );
         assert!(v1.volumes.is_empty());
     }

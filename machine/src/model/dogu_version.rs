@@ -22,30 +22,20 @@ impl DoguVersion {
         let core = halves.next().unwrap_or_default();
         let extra = halves.next();
         if halves.next().is_some() {
-            return Err(Problem::new(format!(
-                "found more than one hyphen in version {raw}"
-            )));
+            return Err(Problem::new(format!("found more than one hyphen in version {raw}")));
         }
         let mut numbers = [0u64; 5];
         const PARTS: [&str; 4] = ["major", "minor", "patch", "nano"];
         // Parts beyond the fourth are ignored, as upstream does.
         for (i, part) in core.split('.').take(4).enumerate() {
-            numbers[i] = parse_number(part).ok_or_else(|| {
-                Problem::new(format!(
-                    "failed to parse {} version {part} of {raw}",
-                    PARTS[i]
-                ))
-            })?;
+            numbers[i] = parse_number(part)
+                .ok_or_else(|| Problem::new(format!("failed to parse {} version {part} of {raw}", PARTS[i])))?;
         }
         if let Some(extra) = extra {
-            numbers[4] = parse_number(extra).ok_or_else(|| {
-                Problem::new(format!("failed to parse extra version {extra} of {raw}"))
-            })?;
+            numbers[4] = parse_number(extra)
+                .ok_or_else(|| Problem::new(format!("failed to parse extra version {extra} of {raw}")))?;
         }
-        Ok(DoguVersion {
-            raw: raw.to_owned(),
-            numbers,
-        })
+        Ok(DoguVersion { raw: raw.to_owned(), numbers })
     }
 
     /// The text as written.
@@ -108,15 +98,9 @@ impl VersionConstraint {
     pub fn parse(text: &str) -> Result<Self, Problem> {
         let text = text.trim();
         if text.is_empty() {
-            return Ok(VersionConstraint {
-                op: Op::Eq,
-                version: None,
-            });
+            return Ok(VersionConstraint { op: Op::Eq, version: None });
         }
-        let op_len = text
-            .bytes()
-            .take_while(|b| matches!(b, b'=' | b'<' | b'>'))
-            .count();
+        let op_len = text.bytes().take_while(|b| matches!(b, b'=' | b'<' | b'>')).count();
         let (op, rest) = text.split_at(op_len);
         let op = match op {
             "" | "=" | "==" => Op::Eq,
@@ -125,16 +109,11 @@ impl VersionConstraint {
             "<=" => Op::Le,
             ">=" => Op::Ge,
             other => {
-                return Err(Problem::new(format!(
-                    "invalid version operator '{other}' in '{text}'"
-                )));
+                return Err(Problem::new(format!("invalid version operator '{other}' in '{text}'")));
             }
         };
         let version = DoguVersion::parse(rest.trim())?;
-        Ok(VersionConstraint {
-            op,
-            version: Some(version),
-        })
+        Ok(VersionConstraint { op, version: Some(version) })
     }
 
     pub fn allows(&self, candidate: &DoguVersion) -> bool {
@@ -165,11 +144,7 @@ mod tests {
         assert_eq!(v("1.2.3-4").numbers, [1, 2, 3, 0, 4]);
         assert_eq!(v("4.0.7.11-3").numbers, [4, 0, 7, 11, 3]);
         assert_eq!(v("2018-1").numbers, [2018, 0, 0, 0, 1]);
-        assert_eq!(
-            v("1.2.3.4.5").numbers,
-            [1, 2, 3, 4, 0],
-            "parts beyond nano are ignored"
-        );
+        assert_eq!(v("1.2.3.4.5").numbers, [1, 2, 3, 4, 0], "parts beyond nano are ignored");
         assert_eq!(v(">=1.0.0").raw(), ">=1.0.0");
     }
 
@@ -182,10 +157,7 @@ mod tests {
         assert!(DoguVersion::parse("v1.2.3").is_err());
         assert!(DoguVersion::parse("1..2").is_err());
         assert!(DoguVersion::parse("").is_err());
-        assert_eq!(
-            DoguVersion::parse("1-2-3").unwrap_err().to_string(),
-            "found more than one hyphen in version 1-2-3"
-        );
+        assert_eq!(DoguVersion::parse("1-2-3").unwrap_err().to_string(), "found more than one hyphen in version 1-2-3");
     }
 
     #[test]

@@ -7,16 +7,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Map, Value};
 
-use super::{
-    ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy,
-};
+use super::{ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy};
 use crate::api;
 use crate::problem::Problem;
 
 pub const ANNOTATION_BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
 pub const ANNOTATION_REWRITE_TARGET: &str = "nginx.ingress.kubernetes.io/rewrite-target";
-pub const ANNOTATION_CONFIGURATION_SNIPPET: &str =
-    "nginx.ingress.kubernetes.io/configuration-snippet";
+pub const ANNOTATION_CONFIGURATION_SNIPPET: &str = "nginx.ingress.kubernetes.io/configuration-snippet";
 
 /// The dogu operator's default data volume size, which applies when a Dogu CR names none.
 pub const DEFAULT_VOLUME_SIZE: &str = "2Gi";
@@ -64,11 +61,7 @@ impl Installed {
             let Some(name) = dogu.metadata.name.clone() else {
                 continue;
             };
-            let health = dogu
-                .status
-                .as_ref()
-                .and_then(|s| s.health.clone())
-                .unwrap_or_default();
+            let health = dogu.status.as_ref().and_then(|s| s.health.clone()).unwrap_or_default();
             installed.dogu_health.insert(name.clone(), health);
             match InstalledDogu::read(&name, dogu) {
                 Ok(d) => {
@@ -83,11 +76,7 @@ impl Installed {
             let Some(name) = component.metadata.name.clone() else {
                 continue;
             };
-            let health = component
-                .status
-                .as_ref()
-                .and_then(|s| s.health.clone())
-                .unwrap_or_default();
+            let health = component.status.as_ref().and_then(|s| s.health.clone()).unwrap_or_default();
             installed.component_health.insert(name.clone(), health);
             match InstalledComponent::read(&name, component) {
                 Ok(c) => {
@@ -104,12 +93,7 @@ impl Installed {
 
 impl InstalledDogu {
     fn read(object_name: &str, dogu: &api::Dogu) -> Result<Self, Problem> {
-        let unreadable = |cause: Problem| {
-            Problem::wrap(
-                format!("cannot read dogu CR \"{object_name}\""),
-                vec![cause],
-            )
-        };
+        let unreadable = |cause: Problem| Problem::wrap(format!("cannot read dogu CR \"{object_name}\""), vec![cause]);
         let spec = &dogu.spec;
         let name = DoguName::parse(&spec.name).map_err(unreadable)?;
         if name.simple != object_name {
@@ -135,24 +119,15 @@ impl InstalledDogu {
             Some(text) => Quantity::parse(text).map_err(unreadable)?,
             None => Quantity::parse(DEFAULT_VOLUME_SIZE).expect("the default size parses"),
         };
-        let annotations = spec
-            .additional_ingress_annotations
-            .clone()
-            .unwrap_or_default();
+        let annotations = spec.additional_ingress_annotations.clone().unwrap_or_default();
         let max_body_size = match annotations.get(ANNOTATION_BODY_SIZE) {
             None => None,
             Some(text) => Some(Quantity::parse(text).map_err(unreadable)?),
         };
         let reverse_proxy = ReverseProxy {
             max_body_size,
-            rewrite_target: annotations
-                .get(ANNOTATION_REWRITE_TARGET)
-                .cloned()
-                .unwrap_or_default(),
-            additional_config: annotations
-                .get(ANNOTATION_CONFIGURATION_SNIPPET)
-                .cloned()
-                .unwrap_or_default(),
+            rewrite_target: annotations.get(ANNOTATION_REWRITE_TARGET).cloned().unwrap_or_default(),
+            additional_config: annotations.get(ANNOTATION_CONFIGURATION_SNIPPET).cloned().unwrap_or_default(),
         };
         let mounts = spec
             .additional_mounts
@@ -181,36 +156,21 @@ impl InstalledDogu {
 
 impl InstalledComponent {
     fn read(object_name: &str, component: &api::Component) -> Result<Self, Problem> {
-        let unreadable = |cause: Problem| {
-            Problem::wrap(
-                format!("cannot read component CR \"{object_name}\""),
-                vec![cause],
-            )
-        };
+        let unreadable =
+            |cause: Problem| Problem::wrap(format!("cannot read component CR \"{object_name}\""), vec![cause]);
         let spec = &component.spec;
-        let name = ComponentName::parse(&format!("{}/{}", spec.namespace, object_name))
-            .map_err(unreadable)?;
+        let name = ComponentName::parse(&format!("{}/{}", spec.namespace, object_name)).map_err(unreadable)?;
         let version = ComponentVersion::parse(&spec.version).map_err(unreadable)?;
         let status = component.status.clone().unwrap_or_default();
         // An unreadable installed version means "not known yet", as upstream treats it.
-        let installed_version = status
-            .installed_version
-            .as_deref()
-            .and_then(|v| ComponentVersion::parse(v).ok());
+        let installed_version = status.installed_version.as_deref().and_then(|v| ComponentVersion::parse(v).ok());
         let mut deploy_config = Map::new();
         if let Some(namespace) = spec.deploy_namespace.as_ref().filter(|n| !n.is_empty()) {
             deploy_config.insert("deployNamespace".into(), Value::String(namespace.clone()));
         }
-        if let Some(text) = spec
-            .values_yaml_overwrite
-            .as_ref()
-            .filter(|t| !t.trim().is_empty())
-        {
-            let values: Value = serde_saphyr::from_str(text).map_err(|e| {
-                unreadable(Problem::new(format!(
-                    "failed to unmarshal values yaml overwrite: {e}"
-                )))
-            })?;
+        if let Some(text) = spec.values_yaml_overwrite.as_ref().filter(|t| !t.trim().is_empty()) {
+            let values: Value = serde_saphyr::from_str(text)
+                .map_err(|e| unreadable(Problem::new(format!("failed to unmarshal values yaml overwrite: {e}"))))?;
             if !values.is_null() {
                 deploy_config.insert("overwriteConfig".into(), values);
             }

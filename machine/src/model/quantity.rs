@@ -29,13 +29,14 @@ const NANOS_PER_UNIT: i128 = 1_000_000_000;
 const BINARY_SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
 
 impl Quantity {
-    pub const ZERO: Quantity = Quantity {
-        nanos: 0,
-        format: QuantityFormat::DecimalSI,
-    };
+    pub const ZERO: Quantity = Quantity { nanos: 0, format: QuantityFormat::DecimalSI };
 
     pub fn parse(text: &str) -> Result<Self, Problem> {
-        parse(text).ok_or_else(|| Problem::new(format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text:?}")))
+        parse(text).ok_or_else(|| {
+            Problem::new(format!(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text:?}"
+            ))
+        })
     }
 
     pub fn format(&self) -> QuantityFormat {
@@ -54,10 +55,7 @@ impl Quantity {
         let sign = if self.nanos < 0 { "-" } else { "" };
         let magnitude = self.nanos.unsigned_abs();
         let whole_units = magnitude.is_multiple_of(NANOS_PER_UNIT as u128);
-        if self.format == QuantityFormat::BinarySI
-            && whole_units
-            && magnitude >= 1024 * NANOS_PER_UNIT as u128
-        {
+        if self.format == QuantityFormat::BinarySI && whole_units && magnitude >= 1024 * NANOS_PER_UNIT as u128 {
             let mut value = magnitude / NANOS_PER_UNIT as u128;
             let mut exponent = 0;
             while exponent < BINARY_SUFFIXES.len() - 1 && value.is_multiple_of(1024) {
@@ -76,11 +74,7 @@ impl Quantity {
         mantissa *= 10u128.pow(extra as u32);
         exponent -= extra;
         if self.format == QuantityFormat::DecimalExponent {
-            return if exponent == 0 {
-                format!("{sign}{mantissa}")
-            } else {
-                format!("{sign}{mantissa}e{exponent}")
-            };
+            return if exponent == 0 { format!("{sign}{mantissa}") } else { format!("{sign}{mantissa}e{exponent}") };
         }
         if exponent > 18 {
             mantissa *= 10u128.pow((exponent - 18) as u32);
@@ -108,9 +102,7 @@ fn parse(text: &str) -> Option<Quantity> {
         b'-' => (true, &text[1..]),
         _ => (false, text),
     };
-    let number_end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
+    let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
     let (number, suffix) = rest.split_at(number_end);
     let (int_part, frac_part) = match number.split_once('.') {
         Some((i, f)) => (i, f),
@@ -152,11 +144,7 @@ fn parse(text: &str) -> Option<Quantity> {
     if digits.len() > 30 {
         return None;
     }
-    let mantissa: i128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
+    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
     let power_of_ten = decimal_exponent + 9 - frac_part.len() as i32;
     let mut nanos = mantissa.checked_mul(1024i128.checked_pow(binary_exponent)?)?;
     if power_of_ten >= 0 {
@@ -166,10 +154,7 @@ fn parse(text: &str) -> Option<Quantity> {
         let divisor = 10i128.checked_pow(power_of_ten.unsigned_abs())?;
         nanos = (nanos + divisor - 1) / divisor;
     }
-    Some(Quantity {
-        nanos: if negative { -nanos } else { nanos },
-        format,
-    })
+    Some(Quantity { nanos: if negative { -nanos } else { nanos }, format })
 }
 
 impl PartialEq for Quantity {
@@ -252,9 +237,7 @@ mod tests {
 
     #[test]
     fn rejects_malformed_text() {
-        for bad in [
-            "", "1K", "abc", "1.2.3", "Gi", "1Gb", "--1", "1e", ".", "1e1000",
-        ] {
+        for bad in ["", "1K", "abc", "1.2.3", "Gi", "1Gb", "--1", "1e", ".", "1e1000"] {
             assert!(Quantity::parse(bad).is_err(), "{bad}");
         }
     }

@@ -23,10 +23,8 @@ pub enum Validity {
 }
 
 pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
-    let index: HashMap<(&str, &str), &DescriptorLookup> = descriptors
-        .iter()
-        .map(|e| ((e.name.as_str(), e.version.as_str()), &e.lookup))
-        .collect();
+    let index: HashMap<(&str, &str), &DescriptorLookup> =
+        descriptors.iter().map(|e| ((e.name.as_str(), e.version.as_str()), &e.lookup)).collect();
     let wanted: Vec<&TargetDogu> = effective.wanted_dogus().collect();
 
     let mut found: Vec<(&TargetDogu, &DoguDescriptor)> = Vec::with_capacity(wanted.len());
@@ -37,21 +35,19 @@ pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry])
         let version = dogu.version.as_ref().map(|v| v.raw()).unwrap_or("");
         match index.get(&(name.as_str(), version)) {
             Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, descriptor)),
-            Some(DescriptorLookup::NotFound) => not_found.push(Problem::new(format!(
-                "dogu \"{name}\" with version \"{version}\" could not be found"
-            ))),
-            Some(DescriptorLookup::Unavailable { reason }) => unavailable.push(Problem::new(format!(
-                "failed to get dogu \"{name}\" with version \"{version}\": {reason}"
-            ))),
+            Some(DescriptorLookup::NotFound) => {
+                not_found.push(Problem::new(format!("dogu \"{name}\" with version \"{version}\" could not be found")))
+            }
+            Some(DescriptorLookup::Unavailable { reason }) => unavailable
+                .push(Problem::new(format!("failed to get dogu \"{name}\" with version \"{version}\": {reason}"))),
             None => unavailable.push(Problem::new(format!(
                 "failed to get dogu \"{name}\" with version \"{version}\": the descriptor was not looked up"
             ))),
         }
     }
-    if let Some(problem) = Problem::wrap_all(
-        "remote dogu registry has no dogu specification for at least one wanted dogu",
-        not_found,
-    ) {
+    if let Some(problem) =
+        Problem::wrap_all("remote dogu registry has no dogu specification for at least one wanted dogu", not_found)
+    {
         return Validity::DescriptorsNotFound(problem);
     }
     if let Some(problem) = Problem::wrap_all(
@@ -64,17 +60,11 @@ pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry])
     let problems: Vec<Problem> = [
         Problem::wrap_all(
             "dependencies are not satisfied in effective blueprint",
-            found
-                .iter()
-                .filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &wanted))
-                .collect(),
+            found.iter().filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &wanted)).collect(),
         ),
         Problem::wrap_all(
             "additionalMounts are invalid in effective blueprint",
-            found
-                .iter()
-                .flat_map(|(dogu, descriptor)| mount_problems(dogu, descriptor))
-                .collect(),
+            found.iter().flat_map(|(dogu, descriptor)| mount_problems(dogu, descriptor)).collect(),
         ),
     ]
     .into_iter()
@@ -86,11 +76,7 @@ pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry])
     }
 }
 
-fn dependency_problems(
-    dogu: &TargetDogu,
-    descriptor: &DoguDescriptor,
-    wanted: &[&TargetDogu],
-) -> Option<Problem> {
+fn dependency_problems(dogu: &TargetDogu, descriptor: &DoguDescriptor, wanted: &[&TargetDogu]) -> Option<Problem> {
     let mut problems = Vec::new();
     for dependency in descriptor.dependencies.iter().filter(|d| d.is_dogu()) {
         if EXEMPT_DEPENDENCIES.contains(&dependency.name.as_str()) {
@@ -121,25 +107,15 @@ fn dependency_problems(
             Ok(_) => {}
         }
     }
-    Problem::wrap_all(
-        format!(
-            "dependencies for dogu '{}' are not satisfied in blueprint",
-            dogu.name
-        ),
-        problems,
-    )
+    Problem::wrap_all(format!("dependencies for dogu '{}' are not satisfied in blueprint", dogu.name), problems)
 }
 
 fn mount_problems(dogu: &TargetDogu, descriptor: &DoguDescriptor) -> Vec<Problem> {
     if dogu.mounts.is_empty() {
         return Vec::new();
     }
-    let allowed: Vec<&str> = descriptor
-        .volumes
-        .iter()
-        .filter(|v| v.clients.is_empty())
-        .map(|v| v.name.as_str())
-        .collect();
+    let allowed: Vec<&str> =
+        descriptor.volumes.iter().filter(|v| v.clients.is_empty()).map(|v| v.name.as_str()).collect();
     dogu.mounts
         .iter()
         .filter(|m| !allowed.contains(&m.volume.as_str()))

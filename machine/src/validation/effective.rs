@@ -19,17 +19,11 @@ impl EffectiveBlueprint {
             .iter()
             .map(|dogu| {
                 let mut effective = dogu.clone();
-                if let Some(masked) = blueprint
-                    .mask
-                    .iter()
-                    .find(|m| m.name.simple == dogu.name.simple)
-                {
+                if let Some(masked) = blueprint.mask.iter().find(|m| m.name.simple == dogu.name.simple) {
                     if let Some(version) = &masked.version {
                         effective.version = Some(version.clone());
                     }
-                    if masked.name.namespace != dogu.name.namespace
-                        && blueprint.flags.allow_dogu_namespace_switch
-                    {
+                    if masked.name.namespace != dogu.name.namespace && blueprint.flags.allow_dogu_namespace_switch {
                         effective.name.namespace = masked.name.namespace.clone();
                     }
                     effective.absent = masked.absent;
@@ -46,17 +40,15 @@ impl EffectiveBlueprint {
             .keys()
             .filter(|d| !dogus.iter().any(|e| !e.absent && &e.name.simple == *d))
             .map(|d| {
-                Problem::new(format!("setting config for dogu \"{d}\" is not allowed as it will not be installed with the blueprint"))
+                Problem::new(format!(
+                    "setting config for dogu \"{d}\" is not allowed as it will not be installed with the blueprint"
+                ))
             })
             .collect();
         if let Some(problem) = Problem::join(problems) {
             return Err(problem);
         }
-        Ok(EffectiveBlueprint {
-            dogus,
-            components: blueprint.components.clone(),
-            config,
-        })
+        Ok(EffectiveBlueprint { dogus, components: blueprint.components.clone(), config })
     }
 
     /// Dogus that must be installed.
@@ -66,14 +58,9 @@ impl EffectiveBlueprint {
 
     pub fn to_api(&self) -> crate::api::BlueprintManifest {
         crate::api::BlueprintManifest {
-            dogus: (!self.dogus.is_empty())
-                .then(|| self.dogus.iter().map(TargetDogu::to_api).collect()),
-            components: (!self.components.is_empty()).then(|| {
-                self.components
-                    .iter()
-                    .map(TargetComponent::to_api)
-                    .collect()
-            }),
+            dogus: (!self.dogus.is_empty()).then(|| self.dogus.iter().map(TargetDogu::to_api).collect()),
+            components: (!self.components.is_empty())
+                .then(|| self.components.iter().map(TargetComponent::to_api).collect()),
             config: self.config.to_api(),
         }
     }

@@ -2,9 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{
-    Config, ConfigEntry, ParsedBlueprint, QuantityFormat, TargetComponent, TargetDogu,
-};
+use crate::model::{Config, ConfigEntry, ParsedBlueprint, QuantityFormat, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
 /// The deploy-config keys a component's CR can carry.
@@ -14,10 +12,7 @@ pub fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
     let problems: Vec<Problem> = [
         Problem::wrap_all("blueprint is invalid", blueprint_problems(blueprint)),
         Problem::wrap_all("blueprint mask is invalid", mask_problems(blueprint)),
-        Problem::wrap_all(
-            "blueprint mask does not match the blueprint",
-            mask_match_problems(blueprint),
-        ),
+        Problem::wrap_all("blueprint mask does not match the blueprint", mask_match_problems(blueprint)),
     ]
     .into_iter()
     .flatten()
@@ -30,17 +25,11 @@ pub fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
 
 fn blueprint_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
     let mut problems: Vec<Problem> = blueprint.dogus.iter().filter_map(dogu_problems).collect();
-    if let Some(p) = duplicates(
-        "dogus",
-        blueprint.dogus.iter().map(|d| d.name.simple.as_str()),
-    ) {
+    if let Some(p) = duplicates("dogus", blueprint.dogus.iter().map(|d| d.name.simple.as_str())) {
         problems.push(p);
     }
     problems.extend(blueprint.components.iter().flat_map(component_problems));
-    if let Some(p) = duplicates(
-        "components",
-        blueprint.components.iter().map(|c| c.name.simple.as_str()),
-    ) {
+    if let Some(p) = duplicates("components", blueprint.components.iter().map(|c| c.name.simple.as_str())) {
         problems.push(p);
     }
     problems.extend(config_problems(&blueprint.config));
@@ -50,19 +39,14 @@ fn blueprint_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
 fn dogu_problems(dogu: &TargetDogu) -> Option<Problem> {
     let mut problems = Vec::new();
     if !dogu.absent && dogu.version.is_none() {
-        problems.push(Problem::new(format!(
-            "dogu version must not be empty: {}",
-            dogu.name
-        )));
+        problems.push(Problem::new(format!("dogu version must not be empty: {}", dogu.name)));
     }
     if let Some(size) = dogu.reverse_proxy.max_body_size
         && !size.is_zero()
         && size.format() != QuantityFormat::DecimalSI
     {
-        problems.push(Problem::new(format!(
-            "dogu proxy body size is not in Decimal SI (\"M\" or \"G\"): {}",
-            dogu.name
-        )));
+        problems
+            .push(Problem::new(format!("dogu proxy body size is not in Decimal SI (\"M\" or \"G\"): {}", dogu.name)));
     }
     for mount in &dogu.mounts {
         if mount.source_type != "ConfigMap" && mount.source_type != "Secret" {
@@ -85,18 +69,13 @@ fn component_problems(component: &TargetComponent) -> Vec<Problem> {
     let mut problems = Vec::new();
     let name = &component.name;
     if !component.absent && component.version.is_none() {
-        problems.push(Problem::new(format!(
-            "version of component \"{name}\" must not be empty"
-        )));
+        problems.push(Problem::new(format!("version of component \"{name}\" must not be empty")));
     }
     match &component.deploy_config {
         serde_json::Value::Null => {}
         serde_json::Value::Object(map) => {
             // Keys other than these never reach the CR, so the blueprint could never complete.
-            for key in map
-                .keys()
-                .filter(|k| !DEPLOY_CONFIG_KEYS.contains(&k.as_str()))
-            {
+            for key in map.keys().filter(|k| !DEPLOY_CONFIG_KEYS.contains(&k.as_str())) {
                 problems.push(Problem::new(format!(
                     "deployConfig of component \"{name}\" has the unsupported key \"{key}\": only \"deployNamespace\" and \"overwriteConfig\" are applied"
                 )));
@@ -107,9 +86,7 @@ fn component_problems(component: &TargetComponent) -> Vec<Problem> {
                 )));
             }
         }
-        _ => problems.push(Problem::new(format!(
-            "deployConfig of component \"{name}\" must be an object"
-        ))),
+        _ => problems.push(Problem::new(format!("deployConfig of component \"{name}\" must be an object"))),
     }
     problems
 }
@@ -118,30 +95,17 @@ fn config_problems(config: &Config) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (dogu, entries) in &config.dogus {
         if dogu.is_empty() {
-            problems.push(Problem::new(
-                "dogu name for dogu config should not be empty",
-            ));
+            problems.push(Problem::new("dogu name for dogu config should not be empty"));
         }
-        let mut entry_problems: Vec<Problem> =
-            entries.iter().flat_map(dogu_entry_problems).collect();
+        let mut entry_problems: Vec<Problem> = entries.iter().flat_map(dogu_entry_problems).collect();
         entry_problems.extend(duplicate_keys(entries));
-        if let Some(p) = Problem::wrap_all(
-            format!("config for dogu \"{dogu}\" is invalid"),
-            entry_problems,
-        ) {
+        if let Some(p) = Problem::wrap_all(format!("config for dogu \"{dogu}\" is invalid"), entry_problems) {
             problems.push(p);
         }
     }
-    let mut global_problems: Vec<Problem> = config
-        .global
-        .iter()
-        .flat_map(global_entry_problems)
-        .collect();
+    let mut global_problems: Vec<Problem> = config.global.iter().flat_map(global_entry_problems).collect();
     global_problems.extend(duplicate_keys(&config.global));
-    problems.extend(Problem::wrap_all(
-        "global config is invalid",
-        global_problems,
-    ));
+    problems.extend(Problem::wrap_all("global config is invalid", global_problems));
     problems
 }
 
@@ -152,33 +116,22 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     }
     if entry.absent {
         if entry.value.is_some() || entry.secret_ref.is_some() {
-            problems.push(Problem::new(
-                "absent entries cannot have value or secretRef",
-            ));
+            problems.push(Problem::new("absent entries cannot have value or secretRef"));
         }
         return problems;
     }
     if entry.value.is_some() && entry.secret_ref.is_some() {
-        problems.push(Problem::new(
-            "config entries can have either a value or a secretRef",
-        ));
+        problems.push(Problem::new("config entries can have either a value or a secretRef"));
     }
     if entry.secret_ref.is_some() && !entry.sensitive {
-        problems.push(Problem::new(
-            "config entries with secret references have to be sensitive",
-        ));
+        problems.push(Problem::new("config entries with secret references have to be sensitive"));
     }
     if entry.value.is_some() && entry.sensitive {
-        problems.push(Problem::new(
-            "sensitive config entries are not allowed to have normal values",
-        ));
+        problems.push(Problem::new("sensitive config entries are not allowed to have normal values"));
     }
     // Ours (upstream accepts these and then never completes, or writes an empty secret):
     if entry.sensitive && entry.secret_ref.is_none() && entry.value.is_none() {
-        problems.push(Problem::new(format!(
-            "sensitive config entry \"{}\" needs a secretRef",
-            entry.key
-        )));
+        problems.push(Problem::new(format!("sensitive config entry \"{}\" needs a secretRef", entry.key)));
     }
     if !entry.sensitive && entry.value.is_none() && entry.secret_ref.is_none() {
         problems.push(missing_value(&entry.key));
@@ -204,9 +157,7 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
 }
 
 fn missing_value(key: &str) -> Problem {
-    Problem::new(format!(
-        "config entry \"{key}\" needs a value or absent: true (write value: \"\" for an empty value)"
-    ))
+    Problem::new(format!("config entry \"{key}\" needs a value or absent: true (write value: \"\" for an empty value)"))
 }
 
 fn duplicate_keys(entries: &[ConfigEntry]) -> Vec<Problem> {
@@ -215,10 +166,7 @@ fn duplicate_keys(entries: &[ConfigEntry]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for entry in entries {
         if !seen.insert(entry.key.as_str()) && reported.insert(entry.key.as_str()) {
-            problems.push(Problem::new(format!(
-                "duplicate dogu config Key found: {}",
-                entry.key
-            )));
+            problems.push(Problem::new(format!("duplicate dogu config Key found: {}", entry.key)));
         }
     }
     problems
@@ -229,40 +177,20 @@ fn duplicates<'a>(what: &str, names: impl Iterator<Item = &'a str>) -> Option<Pr
     for name in names {
         *counts.entry(name).or_default() += 1;
     }
-    let duplicated: Vec<&str> = counts
-        .into_iter()
-        .filter(|(_, n)| *n > 1)
-        .map(|(name, _)| name)
-        .collect();
-    (!duplicated.is_empty()).then(|| {
-        Problem::new(format!(
-            "there are duplicate {what}: [{}]",
-            duplicated.join(" ")
-        ))
-    })
+    let duplicated: Vec<&str> = counts.into_iter().filter(|(_, n)| *n > 1).map(|(name, _)| name).collect();
+    (!duplicated.is_empty()).then(|| Problem::new(format!("there are duplicate {what}: [{}]", duplicated.join(" "))))
 }
 
 fn mask_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
-    duplicates(
-        "dogus",
-        blueprint.mask.iter().map(|m| m.name.simple.as_str()),
-    )
-    .into_iter()
-    .collect()
+    duplicates("dogus", blueprint.mask.iter().map(|m| m.name.simple.as_str())).into_iter().collect()
 }
 
 fn mask_match_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
     let mut problems = Vec::new();
     for masked in &blueprint.mask {
-        let original = blueprint
-            .dogus
-            .iter()
-            .find(|d| d.name.simple == masked.name.simple);
+        let original = blueprint.dogus.iter().find(|d| d.name.simple == masked.name.simple);
         if original.is_none() {
-            problems.push(Problem::new(format!(
-                "dogu \"{}\" is missing in the blueprint",
-                masked.name
-            )));
+            problems.push(Problem::new(format!("dogu \"{}\" is missing in the blueprint", masked.name)));
         }
         if original.is_some_and(|d| d.absent) && !masked.absent {
             problems.push(Problem::new(format!(
@@ -271,9 +199,7 @@ fn mask_match_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
             )));
         }
         let original_namespace = original.map(|d| d.name.namespace.as_str()).unwrap_or("");
-        if !blueprint.flags.allow_dogu_namespace_switch
-            && original_namespace != masked.name.namespace
-        {
+        if !blueprint.flags.allow_dogu_namespace_switch && original_namespace != masked.name.namespace {
             problems.push(Problem::new(format!(
                 "namespace switch is not allowed by default for dogu \"{}\": activate the feature flag for that",
                 masked.name

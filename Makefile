@@ -1,0 +1,33 @@
+# The one entry point: run, test, lint, crds, bench.
+CARGO ?= cargo
+
+.PHONY: run test lint crds bench build
+
+## run: the project's main job (until the sandbox exists: plan the fresh-install example)
+run:
+	$(CARGO) run --quiet -- plan -f examples/fresh-install/blueprint.yaml \
+		--cluster examples/fresh-install/cluster.yaml --descriptors examples/descriptors; \
+	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
+
+## test: every test of the workspace
+test:
+	$(CARGO) test --workspace --all-targets --locked
+	$(CARGO) test --workspace --doc --locked
+
+## lint: formatting and clippy, warnings are errors
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## crds: regenerate the committed CRD manifests
+crds:
+	$(CARGO) run --quiet -- crd blueprint > crds/blueprint.yaml
+	$(CARGO) run --quiet -- crd dogu > crds/dogu.yaml
+	$(CARGO) run --quiet -- crd component > crds/component.yaml
+
+## bench: the benchmarks
+bench:
+	$(CARGO) bench --workspace --locked
+
+build:
+	$(CARGO) build --release --locked

@@ -1,0 +1,108 @@
+//! §18.5 Ecosystem health (cases 68–73).
+
+use blueprint_machine::conditions::reason;
+use blueprint_machine::{Requeue, State};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use crate::support::*;
+
+const INSTALL_NEXUS: &str = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}]}}";
+
+fn with_health(scenario: Scenario, dogu: &str, health: &str) -> Scenario {
+    let mut scenario = scenario;
+    scenario.dogu_mut(dogu).status.as_mut().unwrap().health = Some(health.into());
+    scenario
+}
+
+fn healthy_condition(status: &str, reason: &str) -> Condition {
+    Condition {
+        type_: "EcosystemHealthy".into(),
+        status: status.into(),
+        reason: reason.into(),
+        message: String::new(),
+        last_transition_time: at(0),
+        observed_generation: Some(1),
+    }
+}
+
+#[test]
+fn case_68_an_unavailable_dogu_makes_the_ecosystem_unhealthy() {
+    let decision = with_health(Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1"), "ldap", "unavailable").decide();
+    assert_eq!(decision.state, State::AwaitingHealth);
+    assert_eq!(cond(&decision, "EcosystemHealthy"), pair("False", "Unhealthy"));
+    let m = message(&decision, "EcosystemHealthy");
+    assert!(m.contains("ecosystem health:") && m.contains("1 dogu(s) are unhealthy: ldap") && m.contains("0 component(s) are unhealthy:"), "{m}");
+    assert_eq!(decision.requeue, Requeue::after(10, "the ecosystem is not healthy"));
+    assert!(decision.actions.is_empty());
+}
+
+/// Amended (design §5 #14): the event is emitted on every transition to unhealthy, also from Unknown
+/// (upstream skips Unknown→False, so the first unhealthy check after start reports nothing).
+#[test]
+fn case_69_the_unhealthy_event_lists_the_unhealthy_dogus_once_per_transition() {
+    let base = || {
+        let s = Scenario::new(INSTALL_NEXUS)
+            .with_dogu("official/postgresql", "1.0.0-1")
+            .with_dogu("official/ldap", "1.0.0-1")
+            .with_dogu("official/admin", "1.0.0-1");
+        with_health(with_health(s, "ldap", "unavailable"), "admin", "")
+    };
+    let expected = "Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n  2 dogu(s) are unhealthy: admin, ldap\n  0 component(s) are unhealthy: ";
+    let from_true = base().with_conditions(vec![healthy_condition("True", reason::HEALTHY)]).decide();
+    assert_eq!(event(&from_true, "EcosystemUnhealthy").message, expected);
+    let from_unknown = base().decide();
+    assert_eq!(event(&from_unknown, "EcosystemUnhealthy").message, expected);
+    let still_false = base().with_conditions(vec![healthy_condition("False", reason::UNHEALTHY)]).decide();
+    assert!(!event_reasons(&still_false).contains(&"EcosystemUnhealthy"));
+}
+
+#[test]
+fn case_70_healthy_and_ignored_health() {
+    let decision = Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1").decide();
+    assert_eq!(cond(&decision, "EcosystemHealthy"), pair("True", "Healthy"));
+    assert_eq!(message(&decision, "EcosystemHealthy"), "dogu health ignored: false; component health ignored: false");
+    assert!(event_reasons(&decision).contains(&"EcosystemHealthy"));
+
+    let ignoring = with_health(
+        Scenario::new("{displayName: x, ignoreDoguHealth: true, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}]}}")
+            .with_dogu("official/ldap", "1.0.0-1"),
+        "ldap",
+        "unavailable",
+    )
+    .decide();
+    assert_eq!(cond(&ignoring, "EcosystemHealthy"), pair("True", "Healthy"));
+    assert_eq!(message(&ignoring, "EcosystemHealthy"), "dogu health ignored: true; component health ignored: false");
+    assert_eq!(ignoring.state, State::ApplyingDogus);
+}
+
+#[test]
+fn case_71_health_that_cannot_be_determined_is_unknown_and_reported_once() {
+    let scenario = Scenario::new(INSTALL_NEXUS).with_health_config("required: [unclosed");
+    let decision = scenario.decide();
+    assert_eq!(cond(&decision, "EcosystemHealthy"), pair("Unknown", "CannotCheckHealth"));
+    assert!(message(&decision, "EcosystemHealthy").contains("cannot retrieve required components"));
+    let again = scenario.after(&decision).decide();
+    assert_eq!(condition(&again, "EcosystemHealthy"), condition(&decision, "EcosystemHealthy"));
+    assert!(again.events.is_empty(), "{:?}", again.events);
+}
+
+#[test]
+fn case_72_required_components_must_be_installed_and_available() {
+    let mut scenario = Scenario::new(INSTALL_NEXUS)
+        .with_component("k8s/k8s-component-operator", "1.0.0")
+        .with_health_config("required:\n  - name: k8s-dogu-operator\n  - name: k8s-component-operator\n");
+    scenario.components[0].status.as_mut().unwrap().health = Some("unavailable".into());
+    let decision = scenario.decide();
+    assert_eq!(cond(&decision, "EcosystemHealthy"), pair("False", "Unhealthy"));
+    assert!(message(&decision, "EcosystemHealthy").contains("2 component(s) are unhealthy: k8s-component-operator, k8s-dogu-operator"));
+}
+
+#[test]
+fn case_73_health_config_missing_or_malformed() {
+    let missing = Scenario::new(INSTALL_NEXUS).decide();
+    assert_eq!(cond(&missing, "EcosystemHealthy"), pair("True", "Healthy"));
+    let malformed = Scenario::new(INSTALL_NEXUS).with_health_config("required: [unclosed").decide();
+    assert_eq!(cond(&malformed, "EcosystemHealthy"), pair("Unknown", "CannotCheckHealth"));
+    assert!(matches!(malformed.requeue, Requeue::Backoff { .. }));
+    assert!(malformed.actions.is_empty());
+}
