@@ -1,4 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
 mod acceptance;
+mod crd;
+mod plan_cli;
 mod support;

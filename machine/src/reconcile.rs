@@ -79,7 +79,9 @@ pub fn record_failure(observation: &Observation, decision: &Decision, failure: &
         (Stage::Components, _) => {
             (reason::COMPONENT_APPLY_FAILURE, "an error occurred while applying component state to the ecosystem")
         }
-        (Stage::Dogus, _) => (reason::DOGU_APPLY_FAILURE, "an error occurred while applying dogu state to the ecosystem"),
+        (Stage::Dogus, _) => {
+            (reason::DOGU_APPLY_FAILURE, "an error occurred while applying dogu state to the ecosystem")
+        }
     };
     let message = format!("{context}: {}: {}", action.operation.object(), failure.message);
     if let (Some(status), Some(blueprint)) = (decision.status.as_mut(), observation.blueprint.as_ref()) {

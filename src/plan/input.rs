@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintSpec, BlueprintStatus, Component, Dogu};
 use blueprint_machine::model::DoguDescriptor;
 use blueprint_machine::observation::{DescriptorEntry, DescriptorLookup};
 
@@ -60,7 +60,18 @@ pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
     if kind != "Blueprint" {
         return Err(error(file, format!("expected kind Blueprint, found {kind:?}")));
     }
-    // Decoding the text again (not the Value) keeps line and column in the error message.
+    // Decoding the text again (not the Value) keeps line and column in the error message. The root
+    // type flattens its body, which buffers it and loses positions, so spec and status are decoded on
+    // their own first.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Body {
+        #[serde(default)]
+        spec: Option<BlueprintSpec>,
+        #[serde(default)]
+        status: Option<BlueprintStatus>,
+    }
+    serde_saphyr::from_str::<Body>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))?;
     serde_saphyr::from_str::<Blueprint>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
 }
 

@@ -27,7 +27,9 @@ fn case_48_a_new_dogu_is_installed() {
 
 #[test]
 fn case_49_an_absent_dogu_is_uninstalled() {
-    let decision = Scenario::new(&one_dogu("{name: official/nexus, absent: true}")).with_dogu("official/nexus", "3.2.1-1").decide();
+    let decision = Scenario::new(&one_dogu("{name: official/nexus, absent: true}"))
+        .with_dogu("official/nexus", "3.2.1-1")
+        .decide();
     let diff = &state_diff(&decision).dogu_diffs["nexus"];
     assert_eq!(diff.needed_actions, ["uninstall"]);
     assert_eq!(diff.expected.namespace, "official");
@@ -37,7 +39,9 @@ fn case_49_an_absent_dogu_is_uninstalled() {
 
 #[test]
 fn case_50_an_equal_dogu_has_no_diff() {
-    let decision = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}")).with_dogu("official/nexus", "3.2.1-1").decide();
+    let decision = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}"))
+        .with_dogu("official/nexus", "3.2.1-1")
+        .decide();
     assert!(state_diff(&decision).dogu_diffs.is_empty());
 }
 
@@ -53,7 +57,11 @@ fn case_51_dogus_the_blueprint_does_not_name_are_left_alone() {
 
 #[test]
 fn case_52_a_dogu_namespace_switch_needs_the_flag() {
-    let spec = |flag: bool| format!("{{displayName: x, allowDoguNamespaceSwitch: {flag}, blueprint: {{dogus: [{{name: premium/nexus, version: 3.2.1-1}}]}}}}");
+    let spec = |flag: bool| {
+        format!(
+            "{{displayName: x, allowDoguNamespaceSwitch: {flag}, blueprint: {{dogus: [{{name: premium/nexus, version: 3.2.1-1}}]}}}}"
+        )
+    };
     let forbidden = Scenario::new(&spec(false)).with_dogu("official/nexus", "3.2.1-1").decide();
     assert_eq!(dogu_actions(&forbidden, "nexus"), ["dogu namespace switch"]);
     assert_eq!(forbidden.state, State::NotExecutable);
@@ -67,9 +75,13 @@ fn case_52_a_dogu_namespace_switch_needs_the_flag() {
 
 #[test]
 fn case_53_upgrades_are_applied_and_downgrades_forbidden() {
-    let upgrade = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-2}")).with_dogu("official/nexus", "3.2.1-1").decide();
+    let upgrade = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-2}"))
+        .with_dogu("official/nexus", "3.2.1-1")
+        .decide();
     assert_eq!(dogu_actions(&upgrade, "nexus"), ["upgrade"]);
-    let downgrade = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}")).with_dogu("official/nexus", "3.2.1-2").decide();
+    let downgrade = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}"))
+        .with_dogu("official/nexus", "3.2.1-2")
+        .decide();
     assert_eq!(dogu_actions(&downgrade, "nexus"), ["downgrade"]);
     assert_eq!(message(&downgrade, "Executable"), "nexus: action \"downgrade\" is not allowed");
 }
@@ -83,7 +95,11 @@ fn with_size(scenario: Scenario, size: &str) -> Scenario {
 
 #[test]
 fn case_54_volumes_only_grow() {
-    let spec = |size: &str| one_dogu(&format!("{{name: official/nexus, version: 3.2.1-1, platformConfig: {{resource: {{minVolumeSize: {size}}}}}}}"));
+    let spec = |size: &str| {
+        one_dogu(&format!(
+            "{{name: official/nexus, version: 3.2.1-1, platformConfig: {{resource: {{minVolumeSize: {size}}}}}}}"
+        ))
+    };
     let grow = with_size(Scenario::new(&spec("100M")).with_dogu("official/nexus", "3.2.1-1"), "10M").decide();
     assert_eq!(dogu_actions(&grow, "nexus"), ["update resource minimum volume size"]);
     let equal = with_size(Scenario::new(&spec("100M")).with_dogu("official/nexus", "3.2.1-1"), "100M").decide();
@@ -103,37 +119,65 @@ fn case_55_several_changes_of_one_dogu_in_order() {
         "1Gi",
     )
     .decide();
-    assert_eq!(dogu_actions(&decision, "nexus"), ["update resource minimum volume size", "update reverse proxy", "upgrade"]);
+    assert_eq!(
+        dogu_actions(&decision, "nexus"),
+        ["update resource minimum volume size", "update reverse proxy", "upgrade"]
+    );
 }
 
 #[test]
 fn case_56_proxy_body_size_changes() {
-    let spec = |size: &str| one_dogu(&format!("{{name: official/nexus, version: 3.2.1-1, platformConfig: {{reverseProxy: {{maxBodySize: {size}}}}}}}"));
+    let spec = |size: &str| {
+        one_dogu(&format!(
+            "{{name: official/nexus, version: 3.2.1-1, platformConfig: {{reverseProxy: {{maxBodySize: {size}}}}}}}"
+        ))
+    };
     let set = Scenario::new(&spec("100M")).with_dogu("official/nexus", "3.2.1-1").decide();
     assert_eq!(dogu_actions(&set, "nexus"), ["update reverse proxy"]);
     let mut changed = Scenario::new(&spec("100M")).with_dogu("official/nexus", "3.2.1-1");
     changed.dogu_mut("nexus").spec.additional_ingress_annotations =
         Some([("nginx.ingress.kubernetes.io/proxy-body-size".to_string(), "10M".to_string())].into());
     assert_eq!(dogu_actions(&changed.decide(), "nexus"), ["update reverse proxy"]);
-    let none = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}")).with_dogu("official/nexus", "3.2.1-1").decide();
+    let none = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-1}"))
+        .with_dogu("official/nexus", "3.2.1-1")
+        .decide();
     assert!(dogu_actions(&none, "nexus").is_empty());
 }
 
 #[test]
 fn case_57_mounts_compare_regardless_of_order() {
-    let spec = |mounts: &str| one_dogu(&format!("{{name: official/nexus, version: 3.2.1-1, platformConfig: {{additionalMounts: [{mounts}]}}}}"));
-    let a = blueprint_machine::api::DoguMount { source_type: "ConfigMap".into(), name: "a".into(), volume: "v".into(), subfolder: None };
-    let b = blueprint_machine::api::DoguMount { source_type: "Secret".into(), name: "b".into(), volume: "v".into(), subfolder: Some("s".into()) };
+    let spec = |mounts: &str| {
+        one_dogu(&format!(
+            "{{name: official/nexus, version: 3.2.1-1, platformConfig: {{additionalMounts: [{mounts}]}}}}"
+        ))
+    };
+    let a = blueprint_machine::api::DoguMount {
+        source_type: "ConfigMap".into(),
+        name: "a".into(),
+        volume: "v".into(),
+        subfolder: None,
+    };
+    let b = blueprint_machine::api::DoguMount {
+        source_type: "Secret".into(),
+        name: "b".into(),
+        volume: "v".into(),
+        subfolder: Some("s".into()),
+    };
     let scenario = |mounts: &str| {
         let mut s = Scenario::new(&spec(mounts)).with_dogu("official/nexus", "3.2.1-1");
         s.dogu_mut("nexus").spec.additional_mounts = Some(vec![a.clone(), b.clone()]);
         s
     };
-    let reordered = scenario("{sourceType: Secret, name: b, volume: v, subfolder: s}, {sourceType: ConfigMap, name: a, volume: v}").decide();
+    let reordered =
+        scenario("{sourceType: Secret, name: b, volume: v, subfolder: s}, {sourceType: ConfigMap, name: a, volume: v}")
+            .decide();
     assert!(dogu_actions(&reordered, "nexus").is_empty());
     let fewer = scenario("{sourceType: ConfigMap, name: a, volume: v}").decide();
     assert_eq!(dogu_actions(&fewer, "nexus"), ["update additional mounts"]);
-    let different = scenario("{sourceType: ConfigMap, name: a, volume: v}, {sourceType: Secret, name: b, volume: v, subfolder: other}").decide();
+    let different = scenario(
+        "{sourceType: ConfigMap, name: a, volume: v}, {sourceType: Secret, name: b, volume: v, subfolder: other}",
+    )
+    .decide();
     assert_eq!(dogu_actions(&different, "nexus"), ["update additional mounts"]);
 }
 
@@ -147,27 +191,39 @@ fn case_58_component_actions() {
     assert_eq!(component_actions(&install, "my-component"), ["install"]);
     assert!(event_reasons(&install).contains(&"StateDiffComponentDetermined"));
 
-    let uninstall = Scenario::new(&one_component("{name: k8s/my-component, absent: true}")).with_component("k8s/my-component", "3.2.1-1").decide();
+    let uninstall = Scenario::new(&one_component("{name: k8s/my-component, absent: true}"))
+        .with_component("k8s/my-component", "3.2.1-1")
+        .decide();
     assert_eq!(component_actions(&uninstall, "my-component"), ["uninstall"]);
 
-    let upgrade = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-2}")).with_component("k8s/my-component", "3.2.1-1").decide();
+    let upgrade = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-2}"))
+        .with_component("k8s/my-component", "3.2.1-1")
+        .decide();
     assert_eq!(component_actions(&upgrade, "my-component"), ["upgrade"]);
 
-    let config = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-1, deployConfig: {deployNamespace: k8s-longhorn}}"))
-        .with_component("k8s/my-component", "3.2.1-1")
-        .decide();
+    let config = Scenario::new(&one_component(
+        "{name: k8s/my-component, version: 3.2.1-1, deployConfig: {deployNamespace: k8s-longhorn}}",
+    ))
+    .with_component("k8s/my-component", "3.2.1-1")
+    .decide();
     assert_eq!(component_actions(&config, "my-component"), ["update component package config"]);
 
-    let both = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-2, deployConfig: {deployNamespace: k8s-longhorn}}"))
-        .with_component("k8s/my-component", "3.2.1-1")
-        .decide();
+    let both = Scenario::new(&one_component(
+        "{name: k8s/my-component, version: 3.2.1-2, deployConfig: {deployNamespace: k8s-longhorn}}",
+    ))
+    .with_component("k8s/my-component", "3.2.1-1")
+    .decide();
     assert_eq!(component_actions(&both, "my-component"), ["update component package config", "upgrade"]);
 
-    let downgrade = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-1}")).with_component("k8s/my-component", "3.2.1-2").decide();
+    let downgrade = Scenario::new(&one_component("{name: k8s/my-component, version: 3.2.1-1}"))
+        .with_component("k8s/my-component", "3.2.1-2")
+        .decide();
     assert_eq!(component_actions(&downgrade, "my-component"), ["downgrade"]);
     assert_eq!(message(&downgrade, "Executable"), "my-component: action \"downgrade\" is not allowed");
 
-    let switch = Scenario::new(&one_component("{name: k8s-testing/my-component, version: 3.2.1-1}")).with_component("k8s/my-component", "3.2.1-1").decide();
+    let switch = Scenario::new(&one_component("{name: k8s-testing/my-component, version: 3.2.1-1}"))
+        .with_component("k8s/my-component", "3.2.1-1")
+        .decide();
     assert_eq!(component_actions(&switch, "my-component"), ["component namespace switch"]);
     assert_eq!(cond(&switch, "Executable"), pair("False", "ForbiddenOperations"));
 }
@@ -198,7 +254,10 @@ fn case_60_global_config_diff() {
     let diffs = &state_diff(&decision).global_config_diff;
     assert_eq!(diffs.len(), 2);
     let key2 = entry(diffs, "key2");
-    assert_eq!((key2.needed_action.as_str(), key2.actual.value.as_deref(), key2.expected.value.as_deref()), ("set", Some("value2"), Some("value3")));
+    assert_eq!(
+        (key2.needed_action.as_str(), key2.actual.value.as_deref(), key2.expected.value.as_deref()),
+        ("set", Some("value2"), Some("value3"))
+    );
     let key3 = entry(diffs, "key3");
     assert_eq!(key3.needed_action, "remove");
     assert_eq!(key3.actual.value.as_deref(), Some("value3"));
@@ -299,7 +358,8 @@ fn case_66_config_action_matrix() {
         ("{key: k, absent: true}", Some("v3"), Some("remove")),
     ];
     for (entry_yaml, actual, expected) in cases {
-        let mut scenario = Scenario::new(&format!("{{displayName: x, blueprint: {{config: {{global: [{entry_yaml}]}}}}}}"));
+        let mut scenario =
+            Scenario::new(&format!("{{displayName: x, blueprint: {{config: {{global: [{entry_yaml}]}}}}}}"));
         let entries: Vec<(&str, &str)> = actual.map(|v| vec![("k", v)]).unwrap_or_default();
         scenario = scenario.with_global(&entries, Some(at(0)));
         let decision = scenario.decide();
@@ -310,16 +370,20 @@ fn case_66_config_action_matrix() {
 
 #[test]
 fn case_67_versions_compare_numerically() {
-    let dogu = Scenario::new(&one_dogu("{name: official/nexus, version: 1.2.3-1}")).with_dogu("official/nexus", "1.2.3.0-1").decide();
+    let dogu = Scenario::new(&one_dogu("{name: official/nexus, version: 1.2.3-1}"))
+        .with_dogu("official/nexus", "1.2.3.0-1")
+        .decide();
     assert!(state_diff(&dogu).dogu_diffs.is_empty());
-    let component = Scenario::new(&one_component("{name: k8s/c, version: 3.2.1}")).with_component("k8s/c", "3.2.1-1").decide();
+    let component =
+        Scenario::new(&one_component("{name: k8s/c, version: 3.2.1}")).with_component("k8s/c", "3.2.1-1").decide();
     assert_eq!(component_actions(&component, "c"), ["upgrade"], "a pre-release sorts before its release");
 }
 
 #[test]
 fn the_diff_is_shown_even_while_the_ecosystem_is_unhealthy() {
     // Amended (design §5 #13): upstream stops before the diff when unhealthy.
-    let mut scenario = Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-2}")).with_dogu("official/nexus", "3.2.1-1");
+    let mut scenario =
+        Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-2}")).with_dogu("official/nexus", "3.2.1-1");
     scenario.dogu_mut("nexus").status.as_mut().unwrap().health = Some("unavailable".into());
     let decision = scenario.decide();
     assert_eq!(decision.state, State::AwaitingHealth);

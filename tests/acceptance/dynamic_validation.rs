@@ -39,7 +39,10 @@ fn case_40_qualified_dependency_names_never_match_and_all_dogus_are_reported() {
     .with_descriptor(&redmine())
     .decide();
     let m = message(&decision, "Valid");
-    assert!(m.contains("dependency 'official/mysql' in version '1.0.0-1' is not a present dogu in the effective blueprint"), "{m}");
+    assert!(
+        m.contains("dependency 'official/mysql' in version '1.0.0-1' is not a present dogu in the effective blueprint"),
+        "{m}"
+    );
     assert!(m.contains("dependencies for dogu 'official/redmine'"), "{m}");
 }
 
@@ -68,7 +71,10 @@ fn case_43_a_dogu_unknown_to_the_registry_is_retried_after_10s() {
         .with_lookup("official/redmine2", "1.0.0-1", DescriptorLookup::NotFound)
         .decide();
     assert_eq!(cond(&decision, "Valid"), pair("False", "Inconsistent"));
-    assert!(message(&decision, "Valid").contains("remote dogu registry has no dogu specification for at least one wanted dogu"));
+    assert!(
+        message(&decision, "Valid")
+            .contains("remote dogu registry has no dogu specification for at least one wanted dogu")
+    );
     assert_eq!(decision.requeue, Requeue::after(10, "a wanted dogu version is unknown to the dogu registry"));
     assert!(decision.actions.is_empty());
 }
@@ -82,7 +88,10 @@ fn case_44_an_unavailable_registry_backs_off() {
         .decide();
     assert_eq!(decision.state, State::ValidationPending);
     assert_eq!(cond(&decision, "Valid"), pair("Unknown", "CannotValidate"));
-    assert!(message(&decision, "Valid").contains("cannot load dogu specifications from remote registry for dogu dependency validation"));
+    assert!(
+        message(&decision, "Valid")
+            .contains("cannot load dogu specifications from remote registry for dogu dependency validation")
+    );
     assert!(message(&decision, "Valid").contains("HTTP 500"));
     assert!(matches!(decision.requeue, Requeue::Backoff { .. }));
     assert_eq!(dogu_actions(&decision, "redmine"), ["install"], "the diff is shown anyway");
@@ -112,7 +121,10 @@ fn case_45_mounts_need_a_volume_without_clients() {
         let decision = Scenario::new(&mount_to(volume)).with_descriptor(&nginx_static()).decide();
         let m = message(&decision, "Valid");
         assert!(m.contains("additionalMounts are invalid"), "{m}");
-        assert!(m.contains(&format!("volume \"{volume}\" in additional mount for dogu \"k8s/nginx-static\" is invalid")), "{m}");
+        assert!(
+            m.contains(&format!("volume \"{volume}\" in additional mount for dogu \"k8s/nginx-static\" is invalid")),
+            "{m}"
+        );
         assert!(m.contains(r#"It needs to be one of ["app.conf.d" "customhtml" "localConfig"]"#), "{m}");
     }
 }
@@ -144,12 +156,19 @@ fn case_47_absent_dogus_are_not_checked_and_satisfy_nothing() {
 #[test]
 fn dependency_version_constraints_are_enforced() {
     let spec = |pg: &str| {
-        format!("{{displayName: x, blueprint: {{dogus: [{{name: official/redmine, version: 1.0.0-1}}, {{name: official/postgresql, version: {pg}}}]}}}}")
+        format!(
+            "{{displayName: x, blueprint: {{dogus: [{{name: official/redmine, version: 1.0.0-1}}, {{name: official/postgresql, version: {pg}}}]}}}}"
+        )
     };
-    let redmine = descriptor("official/redmine", "1.0.0-1", r#"{"type":"dogu","name":"postgresql","version":">=14.0-1"}"#, "");
+    let redmine =
+        descriptor("official/redmine", "1.0.0-1", r#"{"type":"dogu","name":"postgresql","version":">=14.0-1"}"#, "");
     let too_old = Scenario::new(&spec("12.18-1")).with_descriptor(&redmine).decide();
     assert_eq!(cond(&too_old, "Valid"), pair("False", "Inconsistent"));
-    assert!(message(&too_old, "Valid").contains("parsed version 12.18-1 does not fulfill version requirement of >=14.0-1 dogu official/postgresql"));
+    assert!(
+        message(&too_old, "Valid").contains(
+            "parsed version 12.18-1 does not fulfill version requirement of >=14.0-1 dogu official/postgresql"
+        )
+    );
     let new_enough = Scenario::new(&spec("14.17-2")).with_descriptor(&redmine).decide();
     assert_eq!(cond(&new_enough, "Valid"), pair("True", "Valid"));
 }

@@ -58,7 +58,8 @@ fn case_34_config_for_a_dogu_not_in_the_blueprint_is_inconsistent() {
     assert_eq!(event_reasons(&decision), ["BlueprintSpecInvalid"]);
     assert_eq!(decision.requeue, Requeue::AwaitChange);
     // The same situation again emits nothing new.
-    let again = Scenario::new("{displayName: x, blueprint: {config: {dogus: {my-dogu: []}}}}").after(&decision).decide();
+    let again =
+        Scenario::new("{displayName: x, blueprint: {config: {dogus: {my-dogu: []}}}}").after(&decision).decide();
     assert!(again.events.is_empty(), "{:?}", again.events);
 }
 
@@ -80,7 +81,13 @@ fn case_36_additional_mounts_pass_through_unchanged() {
             {sourceType: ConfigMap, name: html-config, volume: customhtml, subfolder: subfolder}]}}]}}",
     )
     .decide();
-    let mounts = dogu(effective(&decision), "official/dogu1").platform_config.as_ref().unwrap().additional_mounts.clone().unwrap();
+    let mounts = dogu(effective(&decision), "official/dogu1")
+        .platform_config
+        .as_ref()
+        .unwrap()
+        .additional_mounts
+        .clone()
+        .unwrap();
     assert_eq!(mounts.len(), 1);
     assert_eq!(mounts[0].source_type, "ConfigMap");
     assert_eq!(mounts[0].name, "html-config");

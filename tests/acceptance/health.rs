@@ -27,11 +27,17 @@ fn healthy_condition(status: &str, reason: &str) -> Condition {
 
 #[test]
 fn case_68_an_unavailable_dogu_makes_the_ecosystem_unhealthy() {
-    let decision = with_health(Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1"), "ldap", "unavailable").decide();
+    let decision =
+        with_health(Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1"), "ldap", "unavailable").decide();
     assert_eq!(decision.state, State::AwaitingHealth);
     assert_eq!(cond(&decision, "EcosystemHealthy"), pair("False", "Unhealthy"));
     let m = message(&decision, "EcosystemHealthy");
-    assert!(m.contains("ecosystem health:") && m.contains("1 dogu(s) are unhealthy: ldap") && m.contains("0 component(s) are unhealthy:"), "{m}");
+    assert!(
+        m.contains("ecosystem health:")
+            && m.contains("1 dogu(s) are unhealthy: ldap")
+            && m.contains("0 component(s) are unhealthy:"),
+        "{m}"
+    );
     assert_eq!(decision.requeue, Requeue::after(10, "the ecosystem is not healthy"));
     assert!(decision.actions.is_empty());
 }
@@ -64,8 +70,10 @@ fn case_70_healthy_and_ignored_health() {
     assert!(event_reasons(&decision).contains(&"EcosystemHealthy"));
 
     let ignoring = with_health(
-        Scenario::new("{displayName: x, ignoreDoguHealth: true, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}]}}")
-            .with_dogu("official/ldap", "1.0.0-1"),
+        Scenario::new(
+            "{displayName: x, ignoreDoguHealth: true, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}]}}",
+        )
+        .with_dogu("official/ldap", "1.0.0-1"),
         "ldap",
         "unavailable",
     )
@@ -94,7 +102,10 @@ fn case_72_required_components_must_be_installed_and_available() {
     scenario.components[0].status.as_mut().unwrap().health = Some("unavailable".into());
     let decision = scenario.decide();
     assert_eq!(cond(&decision, "EcosystemHealthy"), pair("False", "Unhealthy"));
-    assert!(message(&decision, "EcosystemHealthy").contains("2 component(s) are unhealthy: k8s-component-operator, k8s-dogu-operator"));
+    assert!(
+        message(&decision, "EcosystemHealthy")
+            .contains("2 component(s) are unhealthy: k8s-component-operator, k8s-dogu-operator")
+    );
 }
 
 #[test]

@@ -24,7 +24,9 @@ fn completed(status: &str, reason: &str) -> Condition {
 
 #[test]
 fn case_74_a_stopped_blueprint_shows_its_diff_and_applies_nothing() {
-    let scenario = Scenario::new("{displayName: x, stopped: true, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}");
+    let scenario = Scenario::new(
+        "{displayName: x, stopped: true, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}",
+    );
     let decision = scenario.decide();
     assert_eq!(decision.state, State::Stopped);
     assert_eq!(dogu_actions(&decision, "nexus"), ["install"]);
@@ -56,7 +58,9 @@ fn case_75_a_completed_blueprint_without_diff_does_nothing() {
 /// Amended: the completion event's reason is `Completed` (upstream: `completed`).
 #[test]
 fn case_76_an_empty_diff_completes_the_blueprint() {
-    for previous in [None, Some(completed("False", "StateDiffHasChanges")), Some(completed("Unknown", "InitialSyncPending"))] {
+    for previous in
+        [None, Some(completed("False", "StateDiffHasChanges")), Some(completed("Unknown", "InitialSyncPending"))]
+    {
         let mut scenario = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1");
         if let Some(c) = previous {
             scenario = scenario.with_conditions(vec![c]);
@@ -138,8 +142,10 @@ fn case_81_a_missing_operator_component_is_created() {
 /// Amended (design §5 #3): done only when the component reports the version and this operator runs it.
 #[test]
 fn case_82_the_self_upgrade_is_done_when_the_new_operator_runs() {
-    let decision =
-        Scenario::new(OPERATOR_2).with_component_cr(operator_cr("2.0.0", "2.0.0")).with_operator_version("2.0.0").decide();
+    let decision = Scenario::new(OPERATOR_2)
+        .with_component_cr(operator_cr("2.0.0", "2.0.0"))
+        .with_operator_version("2.0.0")
+        .decide();
     assert_eq!(cond(&decision, "SelfUpgradeCompleted"), pair("True", "Completed"));
     assert!(event_reasons(&decision).contains(&"SelfUpgradeCompleted"));
     assert_eq!(action_summaries(&decision), ["create dogus/nexus"], "the apply continues");
@@ -152,8 +158,10 @@ fn case_83_waiting_for_the_new_version_writes_nothing() {
     assert!(not_installed.actions.is_empty());
     assert_eq!(cond(&not_installed, "SelfUpgradeCompleted"), pair("False", "AwaitSelfUpgrade"));
     // Amended (design §5 #3): installed, but the running operator is still the old one.
-    let not_running =
-        Scenario::new(OPERATOR_2).with_component_cr(operator_cr("2.0.0", "2.0.0")).with_operator_version("1.0.0").decide();
+    let not_running = Scenario::new(OPERATOR_2)
+        .with_component_cr(operator_cr("2.0.0", "2.0.0"))
+        .with_operator_version("1.0.0")
+        .decide();
     assert_eq!(not_running.state, State::SelfUpgrading);
     assert!(not_running.actions.is_empty());
     assert!(message(&not_running, "SelfUpgradeCompleted").contains("this operator runs 1.0.0"));
@@ -186,15 +194,30 @@ fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
             "patch dogus/redmine",
         ]
     );
-    assert_eq!(decision.actions[0].operation, Operation::PatchDogu { name: "cas".into(), patch: json!({"spec": {"pauseReconciliation": true}}) });
-    assert_eq!(decision.actions[1].operation, Operation::PatchDogu { name: "redmine".into(), patch: json!({"spec": {"pauseReconciliation": true}}) });
+    assert_eq!(
+        decision.actions[0].operation,
+        Operation::PatchDogu { name: "cas".into(), patch: json!({"spec": {"pauseReconciliation": true}}) }
+    );
+    assert_eq!(
+        decision.actions[1].operation,
+        Operation::PatchDogu { name: "redmine".into(), patch: json!({"spec": {"pauseReconciliation": true}}) }
+    );
     // The upgrade itself resumes them (design §5 #10).
-    assert_eq!(decision.actions[4].operation, Operation::PatchDogu { name: "cas".into(), patch: json!({"spec": {"version": "2.0.0-1", "pauseReconciliation": false}}) });
+    assert_eq!(
+        decision.actions[4].operation,
+        Operation::PatchDogu {
+            name: "cas".into(),
+            patch: json!({"spec": {"version": "2.0.0-1", "pauseReconciliation": false}})
+        }
+    );
     assert!(event_reasons(&decision).contains(&"EcosystemConfigApplied"));
     match &decision.actions[3].operation {
         Operation::WriteConfig { target, set, .. } => {
             assert_eq!(target, &ConfigTarget::Sensitive("cas".into()));
-            assert_eq!(set[0].value, ConfigValue::SecretRef(blueprint_machine::api::SecretReference { name: "s".into(), key: "p".into() }));
+            assert_eq!(
+                set[0].value,
+                ConfigValue::SecretRef(blueprint_machine::api::SecretReference { name: "s".into(), key: "p".into() })
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -216,7 +239,9 @@ fn case_86_a_global_config_change_pauses_every_upgrading_dogu() {
 
 #[test]
 fn case_87_an_upgrade_without_config_change_is_not_paused() {
-    let decision = Scenario::new(INSTALL_NEXUS.replace("3.2.1-1", "3.2.1-2").as_str()).with_dogu("official/nexus", "3.2.1-1").decide();
+    let decision = Scenario::new(INSTALL_NEXUS.replace("3.2.1-1", "3.2.1-2").as_str())
+        .with_dogu("official/nexus", "3.2.1-1")
+        .decide();
     assert_eq!(action_summaries(&decision), ["patch dogus/nexus"]);
     assert_eq!(patch_of(&decision, "dogus/nexus"), &json!({"spec": {"version": "3.2.1-2"}}));
 }
@@ -253,11 +278,12 @@ fn case_89_a_value_cannot_replace_a_dictionary() {
     use blueprint_machine::registry_config::{ConfigError, apply};
     let mut entries = [("a/b".to_string(), "1".to_string())].into();
     assert_eq!(apply(&mut entries, [("a", "x".to_string())], []), Err(ConfigError::UsedAsDictionary("a".into())));
-    let scenario =
-        Scenario::new("{displayName: x, blueprint: {config: {global: [{key: a, value: x}]}}}").with_global(&[("a/b", "1")], Some(at(0)));
+    let scenario = Scenario::new("{displayName: x, blueprint: {config: {global: [{key: a, value: x}]}}}")
+        .with_global(&[("a/b", "1")], Some(at(0)));
     let observation = scenario.observe();
     let decision = blueprint_machine::reconcile(&observation);
-    let failure = failure_at(&decision, "configmaps/global-config", FailureKind::Rejected, "key a is already used as dictionary");
+    let failure =
+        failure_at(&decision, "configmaps/global-config", FailureKind::Rejected, "key a is already used as dictionary");
     let failed = record_failure(&observation, &decision, &failure);
     assert_eq!(cond(&failed, "LastApplySucceeded"), pair("False", "ConfigApplyFailure"));
     assert!(matches!(failed.requeue, Requeue::Backoff { .. }));
@@ -326,11 +352,13 @@ fn case_91_uninstalling_a_dogu_that_is_gone() {
     assert!(decision.actions.is_empty());
     assert_eq!(decision.state, State::Completed);
 
-    let scenario = Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/x, absent: true}]}}").with_dogu("official/x", "1.0.0-1");
+    let scenario = Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/x, absent: true}]}}")
+        .with_dogu("official/x", "1.0.0-1");
     let observation = scenario.observe();
     let decision = blueprint_machine::reconcile(&observation);
     assert_eq!(action_summaries(&decision), ["delete dogus/x"]);
-    let failed = record_failure(&observation, &decision, &failure_at(&decision, "dogus/x", FailureKind::NotFound, "not found"));
+    let failed =
+        record_failure(&observation, &decision, &failure_at(&decision, "dogus/x", FailureKind::NotFound, "not found"));
     assert_eq!(cond(&failed, "LastApplySucceeded"), pair("False", "DoguApplyFailure"));
     assert!(matches!(failed.requeue, Requeue::After { .. }));
 }
@@ -400,7 +428,14 @@ fn case_93_action_names_are_a_closed_set() {
     .map(|a| a.as_str());
     assert_eq!(
         component,
-        ["install", "uninstall", "upgrade", "downgrade", "component namespace switch", "update component package config"]
+        [
+            "install",
+            "uninstall",
+            "upgrade",
+            "downgrade",
+            "component namespace switch",
+            "update component package config"
+        ]
     );
 }
 
@@ -423,10 +458,13 @@ fn case_95_component_changes_make_one_patch_and_forbidden_ones_none() {
         patch_of(&decision, "components/my-component"),
         &json!({"spec": {"version": "1.0.0-1", "deployNamespace": "longhorn-system", "valuesYamlOverwrite": "key: value\n"}})
     );
-    let switch = Scenario::new("{displayName: x, blueprint: {components: [{name: k8s-testing/my-component, version: 1.0.0}]}}")
-        .with_component("k8s/my-component", "1.0.0")
-        .decide();
-    assert!(message(&switch, "Executable").contains("my-component: action \"component namespace switch\" is not allowed"));
+    let switch =
+        Scenario::new("{displayName: x, blueprint: {components: [{name: k8s-testing/my-component, version: 1.0.0}]}}")
+            .with_component("k8s/my-component", "1.0.0")
+            .decide();
+    assert!(
+        message(&switch, "Executable").contains("my-component: action \"component namespace switch\" is not allowed")
+    );
     assert!(switch.actions.is_empty());
     let gone = Scenario::new("{displayName: x, blueprint: {components: [{name: k8s/x, absent: true}]}}").decide();
     assert!(gone.actions.is_empty());
@@ -509,10 +547,13 @@ fn case_98_the_same_failure_again_is_not_a_new_event() {
 /// — decide again after 1s on fresh state, without reporting the stage as applied.
 #[test]
 fn case_99_a_conflict_requeues_after_one_second() {
-    let scenario = Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}], config: {global: [{key: a, value: b}]}}}");
+    let scenario = Scenario::new(
+        "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}], config: {global: [{key: a, value: b}]}}}",
+    );
     let observation = scenario.observe();
     let decision = blueprint_machine::reconcile(&observation);
-    let failure = failure_at(&decision, "configmaps/global-config", FailureKind::Conflict, "the object has been modified");
+    let failure =
+        failure_at(&decision, "configmaps/global-config", FailureKind::Conflict, "the object has been modified");
     let after = record_failure(&observation, &decision, &failure);
     assert!(matches!(&after.requeue, Requeue::After { after, .. } if after.as_secs() == 1));
     assert_eq!(condition(&after, "LastApplySucceeded"), condition(&decision, "LastApplySucceeded"));
@@ -596,7 +637,8 @@ fn a_paused_dogu_without_pending_upgrade_is_resumed() {
 /// without config objects is not stale for that.
 #[test]
 fn up_to_date_covers_the_blueprints_dogus_and_their_sensitive_config() {
-    let mut unrelated = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").with_dogu("official/other", "1.0.0-1");
+    let mut unrelated =
+        Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").with_dogu("official/other", "1.0.0-1");
     unrelated.dogu_mut("other").status.as_mut().unwrap().installed_version = Some("0.9.0-1".into());
     assert_eq!(unrelated.decide().state, State::Completed);
 
@@ -610,9 +652,10 @@ fn up_to_date_covers_the_blueprints_dogus_and_their_sensitive_config() {
 /// Design §5 #24: the operator never uninstalls itself.
 #[test]
 fn the_operator_cannot_uninstall_itself() {
-    let decision = Scenario::new("{displayName: x, blueprint: {components: [{name: k8s/k8s-blueprint-operator, absent: true}]}}")
-        .with_component("k8s/k8s-blueprint-operator", "1.0.0")
-        .decide();
+    let decision =
+        Scenario::new("{displayName: x, blueprint: {components: [{name: k8s/k8s-blueprint-operator, absent: true}]}}")
+            .with_component("k8s/k8s-blueprint-operator", "1.0.0")
+            .decide();
     assert_eq!(cond(&decision, "Executable"), pair("False", "ForbiddenOperations"));
     assert!(message(&decision, "Executable").contains("k8s-blueprint-operator: action \"uninstall\" is not allowed"));
     assert!(decision.actions.is_empty());

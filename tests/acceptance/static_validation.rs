@@ -18,10 +18,16 @@ fn assert_valid(spec: &str) {
 
 #[test]
 fn case_01_present_dogu_without_version_is_invalid_and_waits_for_a_change() {
-    let decision = Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/dogu1, absent: false}]}}").decide();
+    let decision =
+        Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/dogu1, absent: false}]}}").decide();
     assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
     let m = message(&decision, "Valid");
-    for part in ["blueprint spec is invalid", "blueprint is invalid", "dogu is invalid", "dogu version must not be empty: official/dogu1"] {
+    for part in [
+        "blueprint spec is invalid",
+        "blueprint is invalid",
+        "dogu is invalid",
+        "dogu version must not be empty: official/dogu1",
+    ] {
         assert!(m.contains(part), "{m}");
     }
     assert_eq!(event_reasons(&decision), ["BlueprintSpecInvalid"]);
@@ -76,7 +82,9 @@ fn case_07_absent_component_without_version_is_valid() {
 /// (upstream only emits a Warning event and leaves the status untouched), and waits for a change.
 #[test]
 fn case_08_component_name_without_namespace_is_reported_in_the_status() {
-    let decision = Scenario::new("{displayName: x, blueprint: {components: [{name: k8s-dogu-operator, version: 1.0.0}]}}").decide();
+    let decision =
+        Scenario::new("{displayName: x, blueprint: {components: [{name: k8s-dogu-operator, version: 1.0.0}]}}")
+            .decide();
     assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
     assert!(message(&decision, "Valid").contains(
         "cannot deserialize blueprint: cannot convert blueprint components: component name needs to be in the form 'namespace/component' but is 'k8s-dogu-operator'"
@@ -116,7 +124,10 @@ fn case_10_only_the_mask_name_is_invalid_and_the_blueprint_waits_for_a_change() 
 #[test]
 fn case_11_prerelease_dogu_versions_do_not_parse() {
     let m = invalid_message("{displayName: x, blueprint: {dogus: [{name: official/x, version: 1.0.0-rc1}]}}");
-    assert!(m.contains("could not parse version of target dogu \"official/x\": failed to parse extra version rc1"), "{m}");
+    assert!(
+        m.contains("could not parse version of target dogu \"official/x\": failed to parse extra version rc1"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -139,23 +150,35 @@ fn case_13_zero_and_decimal_body_sizes_are_accepted() {
 }
 
 fn mount_spec(mount: &str) -> String {
-    format!("{{displayName: x, blueprint: {{dogus: [{{name: official/dogu1, version: 1.0.0-1, platformConfig: {{additionalMounts: [{mount}]}}}}]}}}}")
+    format!(
+        "{{displayName: x, blueprint: {{dogus: [{{name: official/dogu1, version: 1.0.0-1, platformConfig: {{additionalMounts: [{mount}]}}}}]}}}}"
+    )
 }
 
 #[test]
 fn case_14_mount_source_types_are_configmap_or_secret() {
     let m = invalid_message(&mount_spec("{sourceType: unsupportedType, name: a, volume: v}"));
-    assert!(m.contains("dogu is invalid: dogu additional mounts sourceType must be one of 'ConfigMap', 'Secret': official/dogu1"), "{m}");
+    assert!(
+        m.contains(
+            "dogu is invalid: dogu additional mounts sourceType must be one of 'ConfigMap', 'Secret': official/dogu1"
+        ),
+        "{m}"
+    );
 }
 
 #[test]
 fn case_15_mount_subfolders_are_relative() {
     let m = invalid_message(&mount_spec("{sourceType: ConfigMap, name: a, volume: v, subfolder: /test}"));
-    assert!(m.contains("dogu is invalid: dogu additional mounts Subfolder must be a relative path : official/dogu1"), "{m}");
+    assert!(
+        m.contains("dogu is invalid: dogu additional mounts Subfolder must be a relative path : official/dogu1"),
+        "{m}"
+    );
 }
 
 fn dogu_config_spec(entries: &str) -> String {
-    format!("{{displayName: x, blueprint: {{dogus: [{{name: official/dogu1, version: 1.0.0-1}}], config: {{dogus: {{dogu1: [{entries}]}}}}}}}}")
+    format!(
+        "{{displayName: x, blueprint: {{dogus: [{{name: official/dogu1, version: 1.0.0-1}}], config: {{dogus: {{dogu1: [{entries}]}}}}}}}}"
+    )
 }
 
 #[test]
@@ -172,7 +195,8 @@ fn case_17_absent_entries_cannot_have_a_secret_ref() {
 
 #[test]
 fn case_18_value_and_secret_ref_exclude_each_other() {
-    let m = invalid_message(&dogu_config_spec("{key: my/key1, value: v, secretRef: {name: s, key: k}, sensitive: true}"));
+    let m =
+        invalid_message(&dogu_config_spec("{key: my/key1, value: v, secretRef: {name: s, key: k}, sensitive: true}"));
     assert!(m.contains("config entries can have either a value or a secretRef"), "{m}");
 }
 
@@ -214,7 +238,9 @@ fn case_23_empty_keys() {
 
 #[test]
 fn case_24_duplicate_global_keys() {
-    let m = invalid_message("{displayName: x, blueprint: {config: {global: [{key: my/key1, value: value1}, {key: my/key1, absent: true}]}}}");
+    let m = invalid_message(
+        "{displayName: x, blueprint: {config: {global: [{key: my/key1, value: value1}, {key: my/key1, absent: true}]}}}",
+    );
     assert!(m.contains("global config is invalid: duplicate dogu config Key found: my/key1"), "{m}");
 }
 
@@ -253,7 +279,12 @@ fn case_28_mask_namespace_switch_needs_the_flag() {
         )
     };
     let m = invalid_message(&spec(false));
-    assert!(m.contains("namespace switch is not allowed by default for dogu \"premium/nexus\": activate the feature flag for that"), "{m}");
+    assert!(
+        m.contains(
+            "namespace switch is not allowed by default for dogu \"premium/nexus\": activate the feature flag for that"
+        ),
+        "{m}"
+    );
     let decision = Scenario::new(&spec(true)).decide();
     assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
     let effective = decision.status.as_ref().unwrap().effective_blueprint.as_ref().unwrap();
@@ -262,19 +293,25 @@ fn case_28_mask_namespace_switch_needs_the_flag() {
 
 #[test]
 fn case_29_mask_cannot_make_an_absent_dogu_present() {
-    let m = invalid_message("{displayName: x, blueprint: {dogus: [{name: official/nexus, absent: true}]}, blueprintMask: {dogus: [{name: official/nexus, absent: false}]}}");
+    let m = invalid_message(
+        "{displayName: x, blueprint: {dogus: [{name: official/nexus, absent: true}]}, blueprintMask: {dogus: [{name: official/nexus, absent: false}]}}",
+    );
     assert!(m.contains("absent dogu \"nexus\" cannot be present in blueprint mask"), "{m}");
 }
 
 #[test]
 fn case_30_duplicate_mask_dogus() {
-    let m = invalid_message("{displayName: x, blueprint: {dogus: [{name: official/dogu1, version: 1.0.0-1}]}, blueprintMask: {dogus: [{name: official/dogu1}, {name: official/dogu1}]}}");
+    let m = invalid_message(
+        "{displayName: x, blueprint: {dogus: [{name: official/dogu1, version: 1.0.0-1}]}, blueprintMask: {dogus: [{name: official/dogu1}, {name: official/dogu1}]}}",
+    );
     assert!(m.contains("blueprint mask is invalid: there are duplicate dogus: [dogu1]"), "{m}");
 }
 
 #[test]
 fn case_31_mask_dogu_without_version_is_valid() {
-    assert_valid("{displayName: x, blueprint: {dogus: [{name: official/dogu1, version: 1.0.0-1}]}, blueprintMask: {dogus: [{name: official/dogu1}]}}");
+    assert_valid(
+        "{displayName: x, blueprint: {dogus: [{name: official/dogu1, version: 1.0.0-1}]}, blueprintMask: {dogus: [{name: official/dogu1}]}}",
+    );
 }
 
 /// Amended (design §5 #18): a Blueprint without spec is invalid (upstream panics and retries).
@@ -292,10 +329,14 @@ fn a_blueprint_without_spec_is_invalid() {
 /// Ours (design §5 #7): deploy-config keys that never reach the Component CR are rejected.
 #[test]
 fn unsupported_deploy_config_keys_are_rejected() {
-    let m = invalid_message("{displayName: x, blueprint: {components: [{name: k8s/c, version: 1.0.0, deployConfig: {deployNamespace: 5, replicas: 2}}]}}");
+    let m = invalid_message(
+        "{displayName: x, blueprint: {components: [{name: k8s/c, version: 1.0.0, deployConfig: {deployNamespace: 5, replicas: 2}}]}}",
+    );
     assert!(m.contains("deployConfig of component \"k8s/c\" has the unsupported key \"replicas\""), "{m}");
     assert!(m.contains("deployConfig.deployNamespace of component \"k8s/c\" must be a string"), "{m}");
-    let m = invalid_message("{displayName: x, blueprint: {components: [{name: k8s/c, version: 1.0.0, deployConfig: [1]}]}}");
+    let m = invalid_message(
+        "{displayName: x, blueprint: {components: [{name: k8s/c, version: 1.0.0, deployConfig: [1]}]}}",
+    );
     assert!(m.contains("deployConfig of component \"k8s/c\" must be an object"), "{m}");
 }
 

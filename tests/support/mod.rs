@@ -249,7 +249,11 @@ impl Scenario {
             .map(|(name, version)| {
                 let lookup = self.descriptors.get(&(name.clone(), version.clone())).cloned().unwrap_or_else(|| {
                     self.registry_default.clone().unwrap_or_else(|| DescriptorLookup::Found {
-                        descriptor: DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() },
+                        descriptor: DoguDescriptor {
+                            name: name.clone(),
+                            version: version.clone(),
+                            ..Default::default()
+                        },
                     })
                 });
                 DescriptorEntry { name, version, lookup }
@@ -312,7 +316,11 @@ pub fn event_reasons(decision: &Decision) -> Vec<&str> {
 }
 
 pub fn event<'d>(decision: &'d Decision, reason: &str) -> &'d blueprint_machine::Event {
-    decision.events.iter().find(|e| e.reason == reason).unwrap_or_else(|| panic!("no event {reason}: {:#?}", decision.events))
+    decision
+        .events
+        .iter()
+        .find(|e| e.reason == reason)
+        .unwrap_or_else(|| panic!("no event {reason}: {:#?}", decision.events))
 }
 
 /// `kind object` of every action, e.g. `create dogus/nexus`.

@@ -19,7 +19,7 @@ use kube_core::CustomResourceExt;
 /// `spec` is optional at the root (a spec-less Blueprint is stored by the API server, and the operator
 /// reports it as invalid instead of failing to decode it).
 pub fn blueprint_crd() -> CustomResourceDefinition {
-    let mut crd = Blueprint::crd();
+    let mut crd = with_list_kind(Blueprint::crd());
     for version in &mut crd.spec.versions {
         if let Some(root) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) {
             root.description = Some(
@@ -34,10 +34,16 @@ pub fn blueprint_crd() -> CustomResourceDefinition {
 
 /// The Dogu CRD used by the sandbox's API emulator (the real one is installed by the dogu operator).
 pub fn dogu_crd() -> CustomResourceDefinition {
-    Dogu::crd()
+    with_list_kind(Dogu::crd())
 }
 
 /// The Component CRD used by the sandbox's API emulator (the real one comes with the component operator).
 pub fn component_crd() -> CustomResourceDefinition {
-    Component::crd()
+    with_list_kind(Component::crd())
+}
+
+/// `listKind` as controller-gen writes it (`<Kind>List`); the derive leaves it to the API server.
+fn with_list_kind(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+    crd
 }

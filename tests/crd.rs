@@ -1,0 +1,229 @@
+//! The generated CRDs: committed files in sync, upstream's identity and printer columns, and a schema
+//! that accepts (and does not prune) every document upstream's CRD accepts.
+
+use std::path::Path;
+
+use blueprint_machine::api::{Blueprint, blueprint_crd};
+use blueprint_operator::crd::{self, Which};
+use serde_json::Value;
+
+fn repository(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+#[test]
+fn committed_crds_match_the_generated_ones() {
+    for which in [Which::Blueprint, Which::Dogu, Which::Component] {
+        let file = repository(&format!("crds/{}.yaml", crd::name(which)));
+        let committed = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            committed == crd::yaml(which),
+            "{} differs from `blueprint-operator crd {}`: run `make crds` and commit the result",
+            file.display(),
+            crd::name(which)
+        );
+    }
+}
+
+#[test]
+fn the_blueprint_crd_has_upstreams_identity() {
+    let crd = blueprint_crd();
+    assert_eq!(crd.metadata.name.as_deref(), Some("blueprints.k8s.cloudogu.com"));
+    assert_eq!(crd.spec.group, "k8s.cloudogu.com");
+    assert_eq!(crd.spec.scope, "Namespaced");
+    assert_eq!(crd.spec.names.kind, "Blueprint");
+    assert_eq!(crd.spec.names.list_kind.as_deref(), Some("BlueprintList"));
+    assert_eq!(crd.spec.names.plural, "blueprints");
+    assert_eq!(crd.spec.names.singular.as_deref(), Some("blueprint"));
+    assert_eq!(crd.spec.names.short_names.as_deref(), Some(&["bp".to_string()][..]));
+    let labels = crd.metadata.labels.unwrap();
+    assert_eq!(labels["app"], "ces");
+    assert_eq!(labels["app.kubernetes.io/name"], "k8s-blueprint-lib");
+    let [version] = crd.spec.versions.as_slice() else { panic!("one version") };
+    assert_eq!(version.name, "v2");
+    assert!(version.served && version.storage);
+    assert!(version.subresources.as_ref().unwrap().status.is_some());
+    let columns: Vec<(&str, &str, &str)> = version
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| (c.name.as_str(), c.type_.as_str(), c.json_path.as_str()))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("Display Name", "string", ".spec.displayName"),
+            ("Stopped", "boolean", ".spec.stopped"),
+            ("Valid", "string", ".status.conditions[?(@.type == 'Valid')].status"),
+            ("Executable", "string", ".status.conditions[?(@.type == 'Executable')].status"),
+            ("Ecosystem Healthy", "string", ".status.conditions[?(@.type == 'EcosystemHealthy')].status"),
+            ("Completed", "string", ".status.conditions[?(@.type == 'Completed')].status"),
+            ("Last Apply Successful", "string", ".status.conditions[?(@.type == 'LastApplySucceeded')].status"),
+            ("Age", "date", ".metadata.creationTimestamp"),
+        ]
+    );
+    let schema = serde_json::to_value(version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap()).unwrap();
+    assert_eq!(schema.get("required"), None, "spec is optional at the root, as upstream's");
+    assert_eq!(schema.pointer("/properties/spec/required"), Some(&serde_json::json!(["blueprint", "displayName"])));
+    assert_eq!(schema.pointer("/properties/status/properties/observedGeneration/type"), Some(&Value::from("integer")));
+    assert_eq!(
+        schema.pointer("/properties/status/properties/conditions/items/properties/reason/pattern"),
+        Some(&Value::from("^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"))
+    );
+}
+
+/// The Blueprint CRD's OpenAPI schema as JSON Schema: `nullable` becomes a `null` type.
+fn blueprint_json_schema() -> Value {
+    fn convert(node: Value) -> Value {
+        match node {
+            Value::Object(map) => {
+                let mut map: serde_json::Map<String, Value> = map.into_iter().map(|(k, v)| (k, convert(v))).collect();
+                if map.remove("nullable") == Some(Value::Bool(true))
+                    && let Some(Value::String(t)) = map.get("type").cloned()
+                {
+                    map.insert("type".into(), serde_json::json!([t, "null"]));
+                }
+                Value::Object(map)
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(convert).collect()),
+            other => other,
+        }
+    }
+    let crd = blueprint_crd();
+    let schema = crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
+    convert(serde_json::to_value(schema).unwrap())
+}
+
+/// Paths in `value` that the API server would prune because the schema does not know them.
+fn pruned_fields(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (key, child) in map {
+                    match properties.get(key) {
+                        Some(child_schema) => pruned_fields(child_schema, child, &format!("{path}.{key}"), out),
+                        None => out.push(format!("{path}.{key}")),
+                    }
+                }
+            } else if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for (key, child) in map {
+                    pruned_fields(additional, child, &format!("{path}.{key}"), out);
+                }
+            } else if !map.is_empty() {
+                out.push(format!("{path} (an object the schema has no fields for)"));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    pruned_fields(item_schema, item, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn yaml_file(path: &Path) -> Value {
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Checks that our CRD accepts `document` without pruning anything, and that our types read it and
+/// write it back unchanged.
+fn assert_accepted(file: &Path, document: &Value) {
+    let schema = blueprint_json_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> =
+        validator.iter_errors(document).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{}: rejected by our CRD schema: {errors:#?}", file.display());
+
+    let mut pruned = Vec::new();
+    let mut body = document.clone();
+    for implicit in ["apiVersion", "kind", "metadata"] {
+        body.as_object_mut().unwrap().remove(implicit);
+    }
+    pruned_fields(&schema, &body, "", &mut pruned);
+    assert!(pruned.is_empty(), "{}: fields our schema would prune: {pruned:?}", file.display());
+
+    let typed: Blueprint =
+        serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut written = serde_json::to_value(&typed).unwrap();
+    let mut original = document.clone();
+    for value in [&mut written, &mut original] {
+        value.as_object_mut().unwrap().remove("metadata");
+    }
+    assert_eq!(written, original, "{}: our types lose or change data", file.display());
+}
+
+#[test]
+fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
+    let dir = repository("tests/fixtures/compat");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 6, "the compatibility documents are missing");
+    for file in files {
+        let document = yaml_file(&file);
+        assert_accepted(&file, &document);
+        // The machine reads every one of them without panicking.
+        let blueprint: Blueprint = serde_json::from_value(document).unwrap();
+        let observation = blueprint_machine::observation::Observation {
+            now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+            operator: blueprint_machine::observation::OperatorFacts::new("ecosystem", None),
+            blueprint: Some(blueprint),
+            blueprint_count: 1,
+            dogus: vec![],
+            components: vec![],
+            global_config: Default::default(),
+            dogu_configs: Default::default(),
+            sensitive_configs: Default::default(),
+            referenced_secrets: Default::default(),
+            descriptors: vec![],
+            health_config: None,
+        };
+        let decision = blueprint_machine::reconcile(&observation);
+        assert!(decision.status.is_some(), "{}", file.display());
+    }
+}
+
+#[test]
+fn every_example_blueprint_is_accepted() {
+    let mut checked = 0;
+    for dir in std::fs::read_dir(repository("examples")).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().path();
+            if file.extension().is_some_and(|e| e == "yaml") && file.file_name().unwrap() != "cluster.yaml" {
+                assert_accepted(&file, &yaml_file(&file));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 4, "only {checked} example blueprints found");
+}
+
+#[test]
+fn unknown_fields_are_what_the_schema_check_catches() {
+    // The pruning check itself must be able to fail.
+    let schema = blueprint_json_schema();
+    let mut pruned = Vec::new();
+    pruned_fields(
+        &schema,
+        &serde_json::json!({"spec": {"displayName": "x", "blueprint": {}, "dryRun": true}}),
+        "",
+        &mut pruned,
+    );
+    assert_eq!(pruned, [".spec.dryRun"]);
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(!validator.is_valid(&serde_json::json!({"spec": {"blueprint": {}}})), "displayName is required");
+    assert!(
+        !validator
+            .is_valid(&serde_json::json!({"spec": {"displayName": "x", "blueprint": {"dogus": [{"version": "1"}]}}}))
+    );
+}

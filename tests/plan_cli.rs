@@ -1,0 +1,226 @@
+//! `blueprint-operator plan` as a user runs it: the real binary, real files, exit codes and output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const NOW: &str = "2026-12-01T10:00:00Z";
+
+fn example(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(path)
+}
+
+fn plan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_blueprint-operator")).arg("plan").args(args).output().expect("the binary runs")
+}
+
+fn plan_example(blueprint: &str, cluster: &str, extra: &[&str]) -> Output {
+    let blueprint = example(blueprint);
+    let cluster = example(cluster);
+    let descriptors = example("descriptors");
+    let mut args = vec![
+        "-f",
+        blueprint.to_str().unwrap(),
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--descriptors",
+        descriptors.to_str().unwrap(),
+        "--now",
+        NOW,
+    ];
+    args.extend_from_slice(extra);
+    plan(&args)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn a_fresh_install_plans_changes_and_exits_2() {
+    let output = plan_example("fresh-install/blueprint.yaml", "fresh-install/cluster.yaml", &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in [
+        "Blueprint \"blueprint-ces\" (generation 1): applying components",
+        "+ redmine",
+        "install: absent → official/5.1.8-1",
+        "+ k8s-longhorn",
+        "~ admin_group",
+        "\"admins\" → \"ces-admins\"",
+        "+ sa-ldap/password               set from its Secret",
+        "[components] create components/k8s-longhorn: install",
+        "Next: reconcile again in 1s",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn json_output_is_the_status_actions_events_and_requeue() {
+    let output = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let plan: Value = serde_json::from_str(&stdout(&output)).expect("valid JSON");
+    for key in ["status", "actions", "events", "requeue"] {
+        assert!(plan.get(key).is_some(), "no {key}");
+    }
+    let status = &plan["status"];
+    assert_eq!(status["observedGeneration"], 4);
+    assert_eq!(status["stateDiff"]["doguDiffs"]["cas"]["neededActions"], serde_json::json!(["upgrade"]));
+    let completed = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Completed").unwrap();
+    assert_eq!(completed["status"], "False");
+    assert_eq!(completed["lastTransitionTime"], NOW, "the transition happened at --now");
+    let valid = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Valid").unwrap();
+    assert_eq!(valid["lastTransitionTime"], "2026-10-01T08:00:00Z", "no transition, the stored time stays");
+    let first = &plan["actions"][0];
+    assert_eq!(first["kind"], "patchDogu");
+    assert_eq!(first["patch"], serde_json::json!({"spec": {"pauseReconciliation": true}}));
+    assert_eq!(plan["requeue"]["kind"], "after");
+}
+
+#[test]
+fn the_same_inputs_give_the_same_plan() {
+    let a = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);
+    let b = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);
+    assert_eq!(stdout(&a), stdout(&b));
+}
+
+#[test]
+fn secret_values_never_appear_in_the_output() {
+    for format in ["text", "json"] {
+        let output = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", format]);
+        let all = stdout(&output) + &stderr(&output);
+        assert!(all.contains("sa-ldap/password"), "the key is shown");
+        for secret in ["rotated-ldap-password", "old-ldap-password", "cm90YXRlZC1sZGFwLXBhc3N3b3Jk"] {
+            assert!(!all.contains(secret), "{format} output shows a secret value");
+        }
+    }
+}
+
+#[test]
+fn a_forbidden_downgrade_is_shown_and_blocks() {
+    let output = plan_example("invalid/downgrade.yaml", "upgrade/cluster.yaml", &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stdout(&output);
+    assert!(text.contains("! cas"), "{text}");
+    assert!(text.contains("Blocked (Executable False):\n  cas: action \"downgrade\" is not allowed"), "{text}");
+    assert!(text.contains("Actions: none in this reconcile."), "{text}");
+}
+
+#[test]
+fn an_invalid_blueprint_exits_1_with_the_reason() {
+    let output = plan_example("invalid/invalid.yaml", "upgrade/cluster.yaml", &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with("error: the blueprint is invalid: blueprint spec is invalid:"), "{err}");
+    assert!(err.contains("dogu version must not be empty: official/ldap"), "{err}");
+    assert!(err.contains("sensitive config entries are not allowed to have normal values"), "{err}");
+}
+
+#[test]
+fn nothing_to_do_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let blueprint = dir.path().join("bp.yaml");
+    std::fs::write(
+        &blueprint,
+        r#"apiVersion: k8s.cloudogu.com/v2
+kind: Blueprint
+metadata: {name: blueprint-ces, namespace: ecosystem}
+spec:
+  displayName: "CES production, October update"
+  blueprint:
+    dogus:
+      - {name: official/ldap, version: "2.6.7-4"}
+      - {name: official/postfix, version: "3.9.0-2"}
+      - {name: official/cas, version: "7.1.4-1"}
+      - {name: official/postgresql, version: "14.15-1", platformConfig: {resource: {minVolumeSize: 10Gi}}}
+      - {name: official/redmine, version: "5.1.6-1", platformConfig: {resource: {minVolumeSize: 5Gi}}}
+      - {name: k8s/nginx-ingress, version: "1.11.5-1"}
+      - {name: k8s/nginx-static, version: "1.26.3-1"}
+    components:
+      - {name: k8s/k8s-longhorn, version: "1.7.1-1", deployConfig: {deployNamespace: longhorn-system}}
+"#,
+    )
+    .unwrap();
+    let cluster = example("upgrade/cluster.yaml");
+    let descriptors = example("descriptors");
+    let output = plan(&[
+        "-f",
+        blueprint.to_str().unwrap(),
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--descriptors",
+        descriptors.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("No changes"), "{}", stdout(&output));
+    assert!(stdout(&output).contains("): completed"), "{}", stdout(&output));
+}
+
+#[test]
+fn without_descriptors_the_plan_says_which_checks_could_not_run() {
+    let blueprint = example("fresh-install/blueprint.yaml");
+    let cluster = example("fresh-install/cluster.yaml");
+    let output = plan(&["-f", blueprint.to_str().unwrap(), "--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stdout(&output);
+    assert!(text.contains("validation pending"), "{text}");
+    assert!(text.contains("Blocked (Valid Unknown)"), "{text}");
+    assert!(text.contains("no dogu descriptors were given (plan --descriptors DIR)"), "{text}");
+    assert!(text.contains("+ redmine"), "the diff is still shown: {text}");
+    assert!(text.contains("Actions: none in this reconcile."), "{text}");
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_named_with_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(
+        &broken,
+        "apiVersion: k8s.cloudogu.com/v2\nkind: Blueprint\nmetadata:\n  name: x\nspec:\n  displayName: [unclosed\n",
+    )
+    .unwrap();
+    let cluster = example("fresh-install/cluster.yaml");
+    let output = plan(&["-f", broken.to_str().unwrap(), "--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with(&format!("error: {}: not valid YAML", broken.display())), "{err}");
+    assert!(err.contains("line 6"), "the position is named: {err}");
+
+    let wrong_type = dir.path().join("wrong-type.yaml");
+    std::fs::write(&wrong_type, "apiVersion: k8s.cloudogu.com/v2\nkind: Blueprint\nmetadata:\n  name: x\nspec:\n  displayName: x\n  stopped: maybe\n  blueprint: {}\n").unwrap();
+    let output = plan(&["-f", wrong_type.to_str().unwrap(), "--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("not a valid Blueprint") && err.contains("line 7"), "{err}");
+}
+
+#[test]
+fn a_bad_cluster_object_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n  - {apiVersion: k8s.cloudogu.com/v2, kind: Dogu, metadata: {name: b}, spec: {version: [1]}}\n").unwrap();
+    let blueprint = example("fresh-install/blueprint.yaml");
+    let output = plan(&["-f", blueprint.to_str().unwrap(), "--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("cluster.yaml: object 2 (Dogu \"b\") is not valid"), "{err}");
+
+    let missing = dir.path().join("missing.yaml");
+    let output = plan(&["-f", blueprint.to_str().unwrap(), "--cluster", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("missing.yaml: cannot read the file"), "{}", stderr(&output));
+}
+
+#[test]
+fn crd_prints_the_committed_manifest() {
+    let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator")).args(["crd"]).output().unwrap();
+    assert!(output.status.success());
+    let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("crds/blueprint.yaml")).unwrap();
+    assert_eq!(stdout(&output), committed);
+}
