@@ -3,4 +3,5 @@
 mod acceptance;
 mod crd;
 mod plan_cli;
+mod properties;
 mod support;

@@ -1,0 +1,260 @@
+//! A small in-memory cluster: what the executor's actions do to objects, and what the dogu and
+//! component operators would eventually report. Observations are built from it like the shell builds
+//! them (secret values digested).
+
+use std::collections::BTreeMap;
+
+use blueprint_machine::api::{Blueprint, BlueprintStatus, Component, ComponentStatus, Dogu, DoguStatus};
+use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
+use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::observation::{
+    ConfigObservation, DescriptorEntry, DescriptorLookup, ObjectBase, Observation, OperatorFacts, ReferencedSecret,
+};
+use blueprint_machine::registry_config;
+use blueprint_machine::{ApplyFailure, FailureKind};
+use serde_json::Value;
+
+use crate::support::{NAMESPACE, at, digest};
+
+/// One config object of the model, with plaintext values (the model is the cluster, not an observation).
+#[derive(Clone, Debug, Default)]
+pub struct Store {
+    pub entries: BTreeMap<String, String>,
+    pub updated: i64,
+    pub version: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub blueprint: Blueprint,
+    pub dogus: BTreeMap<String, Dogu>,
+    pub components: BTreeMap<String, Component>,
+    pub global: Option<Store>,
+    pub dogu_config: BTreeMap<String, Store>,
+    pub sensitive: BTreeMap<String, Store>,
+    pub secrets: BTreeMap<String, BTreeMap<String, String>>,
+    /// Descriptors the registry serves, by `(name, version)`; others are served without dependencies.
+    pub descriptors: BTreeMap<(String, String), DoguDescriptor>,
+    pub now: i64,
+    pub operator_version: Option<String>,
+    /// Bumped on every write, like `resourceVersion`.
+    pub revision: u64,
+}
+
+impl Model {
+    pub fn observe(&self) -> Observation {
+        let wanted = blueprint_machine::wanted_descriptors(&self.blueprint);
+        let descriptors = wanted
+            .into_iter()
+            .map(|(name, version)| {
+                let descriptor = self.descriptors.get(&(name.clone(), version.clone())).cloned().unwrap_or(
+                    DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() },
+                );
+                DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor } }
+            })
+            .collect();
+        let referenced = blueprint_machine::referenced_secrets(&self.blueprint);
+        let referenced_secrets = referenced
+            .into_iter()
+            .map(|name| {
+                let secret = match self.secrets.get(&name) {
+                    Some(keys) => {
+                        ReferencedSecret::Present { keys: keys.iter().map(|(k, v)| (k.clone(), digest(v))).collect() }
+                    }
+                    None => ReferencedSecret::Missing,
+                };
+                (name, secret)
+            })
+            .collect();
+        Observation {
+            now: at(self.now),
+            operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
+            blueprint: Some(self.blueprint.clone()),
+            blueprint_count: 1,
+            dogus: self.dogus.values().cloned().collect(),
+            components: self.components.values().cloned().collect(),
+            global_config: self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default(),
+            dogu_configs: self.dogu_config.iter().map(|(d, s)| (d.clone(), present(s, |v| v.clone()))).collect(),
+            sensitive_configs: self.sensitive.iter().map(|(d, s)| (d.clone(), present(s, |v| digest(v)))).collect(),
+            referenced_secrets,
+            descriptors,
+            health_config: None,
+        }
+    }
+
+    /// Stores the status a reconcile decided (the status write).
+    pub fn store_status(&mut self, status: Option<&BlueprintStatus>) {
+        if let Some(status) = status {
+            self.blueprint.status = Some(status.clone());
+        }
+    }
+
+    /// Performs the first `limit` actions of a decision, stopping at the first failure.
+    pub fn execute(&mut self, decision: &Decision, limit: usize) -> Result<(), ApplyFailure> {
+        for (index, action) in decision.actions.iter().take(limit).enumerate() {
+            self.perform(&action.operation).map_err(|(kind, message)| ApplyFailure { action: index, kind, message })?;
+        }
+        Ok(())
+    }
+
+    fn perform(&mut self, operation: &Operation) -> Result<(), (FailureKind, String)> {
+        self.revision += 1;
+        match operation {
+            Operation::CreateDogu { object } => {
+                let name = object.metadata.name.clone().unwrap();
+                if self.dogus.contains_key(&name) {
+                    return Err((FailureKind::Rejected, format!("dogus/{name} already exists")));
+                }
+                let mut dogu = (**object).clone();
+                dogu.status = Some(DoguStatus { health: Some(String::new()), ..Default::default() });
+                self.dogus.insert(name, dogu);
+            }
+            Operation::PatchDogu { name, patch } => {
+                let dogu = self.dogus.get_mut(name).ok_or((FailureKind::NotFound, format!("dogus/{name}")))?;
+                *dogu = merge_patched(dogu, patch);
+            }
+            Operation::DeleteDogu { name } => {
+                self.dogus.remove(name);
+            }
+            Operation::CreateComponent { object } => {
+                let name = object.metadata.name.clone().unwrap();
+                if self.components.contains_key(&name) {
+                    return Err((FailureKind::Rejected, format!("components/{name} already exists")));
+                }
+                let mut component = (**object).clone();
+                component.status = Some(ComponentStatus { health: Some(String::new()), ..Default::default() });
+                self.components.insert(name, component);
+            }
+            Operation::PatchComponent { name, patch } => {
+                let component =
+                    self.components.get_mut(name).ok_or((FailureKind::NotFound, format!("components/{name}")))?;
+                *component = merge_patched(component, patch);
+            }
+            Operation::DeleteComponent { name } => {
+                self.components.remove(name);
+            }
+            Operation::WriteConfig { target, base, set, remove } => {
+                let now = self.now;
+                let revision = self.revision;
+                let secrets = self.secrets.clone();
+                let store = match target {
+                    ConfigTarget::Global => self.global.clone(),
+                    ConfigTarget::Dogu(d) => self.dogu_config.get(d).cloned(),
+                    ConfigTarget::Sensitive(d) => self.sensitive.get(d).cloned(),
+                };
+                let matches = match (base, &store) {
+                    (ObjectBase::Absent, None) => true,
+                    (ObjectBase::Version(v), Some(s)) => v == &s.version.to_string(),
+                    _ => false,
+                };
+                if !matches {
+                    return Err((FailureKind::Conflict, format!("{} changed since it was observed", target.object())));
+                }
+                let mut entries = store.map(|s| s.entries).unwrap_or_default();
+                let mut values = Vec::new();
+                for s in set {
+                    let value = match &s.value {
+                        ConfigValue::Value(v) => v.clone(),
+                        ConfigValue::SecretRef(r) => secrets
+                            .get(&r.name)
+                            .and_then(|keys| keys.get(&r.key))
+                            .cloned()
+                            .ok_or((FailureKind::NotFound, format!("secret {}/{}", r.name, r.key)))?,
+                    };
+                    values.push((s.key.as_str(), value));
+                }
+                registry_config::apply(&mut entries, values, remove.iter().map(String::as_str))
+                    .map_err(|e| (FailureKind::Rejected, e.to_string()))?;
+                let updated = Store { entries, updated: now, version: revision };
+                match target {
+                    ConfigTarget::Global => self.global = Some(updated),
+                    ConfigTarget::Dogu(d) => {
+                        self.dogu_config.insert(d.clone(), updated);
+                    }
+                    ConfigTarget::Sensitive(d) => {
+                        self.sensitive.insert(d.clone(), updated);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The dogu and component operators catch up: versions installed, everything healthy, dogus
+    /// restarted after their config changed (unless paused).
+    pub fn operators_progress(&mut self) {
+        self.now += 30;
+        let global_updated = self.global.as_ref().map(|s| s.updated);
+        for (name, dogu) in &mut self.dogus {
+            if dogu.spec.pause_reconciliation == Some(true) {
+                // Paused: the dogu keeps running (and reporting health) but is neither upgraded nor
+                // restarted.
+                dogu.status.get_or_insert_with(Default::default).health = Some("available".into());
+                continue;
+            }
+            let config_updated = [
+                global_updated,
+                self.dogu_config.get(name).map(|s| s.updated),
+                self.sensitive.get(name).map(|s| s.updated),
+            ]
+            .into_iter()
+            .flatten()
+            .max();
+            let status = dogu.status.get_or_insert_with(Default::default);
+            let started = status.started_at.as_ref().map(|t| t.0.as_second() - at(0).0.as_second());
+            let stale_config = match (config_updated, started) {
+                (Some(updated), Some(started)) => started < updated,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if status.installed_version.as_deref() != Some(dogu.spec.version.as_str()) || stale_config {
+                status.installed_version = Some(dogu.spec.version.clone());
+                status.started_at = Some(at(self.now));
+            }
+            status.health = Some("available".into());
+        }
+        for (name, component) in &mut self.components {
+            let status = component.status.get_or_insert_with(Default::default);
+            status.installed_version = Some(component.spec.version.clone());
+            status.health = Some("available".into());
+            if name == "k8s-blueprint-operator" {
+                // The component operator rolled out the new operator: it is the one reconciling now.
+                self.operator_version = Some(component.spec.version.clone());
+            }
+        }
+        self.now += 30;
+    }
+}
+
+fn present<V, F: Fn(&String) -> V>(store: &Store, value: F) -> ConfigObservation<V> {
+    ConfigObservation::Present {
+        entries: store.entries.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
+        last_updated: Some(at(store.updated)),
+        resource_version: Some(store.version.to_string()),
+    }
+}
+
+/// RFC 7386 JSON merge patch, applied to a typed object.
+fn merge_patched<T: serde::Serialize + serde::de::DeserializeOwned>(object: &T, patch: &Value) -> T {
+    let mut value = serde_json::to_value(object).unwrap();
+    merge(&mut value, patch);
+    serde_json::from_value(value).unwrap()
+}
+
+pub fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Default::default());
+    }
+    let map = target.as_object_mut().unwrap();
+    for (key, value) in patch {
+        if value.is_null() {
+            map.remove(key);
+        } else {
+            merge(map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
