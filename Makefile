@@ -14,10 +14,12 @@ test:
 	$(CARGO) test --workspace --all-targets --locked
 	$(CARGO) test --workspace --doc --locked
 
-## lint: formatting and clippy, warnings are errors
+## lint: formatting, clippy (warnings are errors), and the machine's purity
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	@if $(CARGO) tree -p blueprint-machine -e normal --locked | grep -E 'kube-client|kube-runtime|tokio|hyper|reqwest'; then \
+		echo "machine/ must not depend on I/O crates"; exit 1; fi
 
 ## crds: regenerate the committed CRD manifests
 crds:
@@ -27,7 +29,7 @@ crds:
 
 ## bench: the benchmarks
 bench:
-	$(CARGO) bench --workspace --locked
+	$(CARGO) bench --locked --bench reconcile
 
 build:
 	$(CARGO) build --release --locked

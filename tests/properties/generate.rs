@@ -147,16 +147,29 @@ fn installed_knob(world: World) -> impl Strategy<Value = InstalledKnob> {
 pub fn model(world: World) -> impl Strategy<Value = Model> {
     (
         DOGUS.map(|_| proptest::option::weighted(0.6, dogu_knob(world))),
-        COMPONENTS.map(|_| proptest::option::weighted(0.4, (0..COMPONENT_VERSIONS.len(), proptest::bool::weighted(0.15), proptest::bool::ANY))),
+        COMPONENTS.map(|_| {
+            proptest::option::weighted(
+                0.4,
+                (0..COMPONENT_VERSIONS.len(), proptest::bool::weighted(0.15), proptest::bool::ANY),
+            )
+        }),
         DOGUS.map(|_| proptest::option::weighted(0.5, installed_knob(world))),
-        COMPONENTS.map(|_| proptest::option::weighted(0.5, (0..COMPONENT_VERSIONS.len(), proptest::bool::weighted(0.8)))),
+        COMPONENTS
+            .map(|_| proptest::option::weighted(0.5, (0..COMPONENT_VERSIONS.len(), proptest::bool::weighted(0.8)))),
         (entries(world), proptest::option::of(proptest::collection::vec((0..KEYS.len(), 0..VALUES.len()), 0..3))),
-        (proptest::bool::weighted(0.1), proptest::bool::weighted(0.2), proptest::bool::weighted(0.3), proptest::bool::weighted(0.8)),
+        (
+            proptest::bool::weighted(0.1),
+            proptest::bool::weighted(0.2),
+            proptest::bool::weighted(0.3),
+            proptest::bool::weighted(0.8),
+        ),
         proptest::collection::vec(proptest::bool::ANY, 5),
     )
-        .prop_map(move |(dogus, components, installed, installed_components, (global, stored_global), flags, deps)| {
-            build(world, dogus, components, installed, installed_components, global, stored_global, flags, deps)
-        })
+        .prop_map(
+            move |(dogus, components, installed, installed_components, (global, stored_global), flags, deps)| {
+                build(world, dogus, components, installed, installed_components, global, stored_global, flags, deps)
+            },
+        )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -190,11 +203,18 @@ fn build(
             absent: Some(absent),
             platform_config: Some(PlatformConfig {
                 resource: knob.size.map(|s| ResourceConfig { min_volume_size: Some(s.into()) }),
-                reverse_proxy: knob.body_size.map(|s| ReverseProxyConfig { max_body_size: Some(s.into()), ..Default::default() }),
+                reverse_proxy: knob
+                    .body_size
+                    .map(|s| ReverseProxyConfig { max_body_size: Some(s.into()), ..Default::default() }),
                 additional_mounts: (!knob.mounts.is_empty()).then(|| {
                     knob.mounts
                         .iter()
-                        .map(|v| AdditionalMount { source_type: "ConfigMap".into(), name: format!("{name}-{v}"), volume: (*v).into(), subfolder: None })
+                        .map(|v| AdditionalMount {
+                            source_type: "ConfigMap".into(),
+                            name: format!("{name}-{v}"),
+                            volume: (*v).into(),
+                            subfolder: None,
+                        })
                         .collect()
                 }),
             }),
@@ -228,8 +248,15 @@ fn build(
                         DoguDescriptor {
                             name: format!("{namespace}/{name}"),
                             version: v.into(),
-                            dependencies: vec![blueprint_machine::model::Dependency { kind: None, name: other.into(), version: String::new() }],
-                            volumes: VOLUMES.iter().map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] }).collect(),
+                            dependencies: vec![blueprint_machine::model::Dependency {
+                                kind: None,
+                                name: other.into(),
+                                version: String::new(),
+                            }],
+                            volumes: VOLUMES
+                                .iter()
+                                .map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] })
+                                .collect(),
                             ..Default::default()
                         },
                     );
@@ -240,7 +267,10 @@ fn build(
             descriptors.entry((format!("{namespace}/{name}"), v.to_owned())).or_insert_with(|| DoguDescriptor {
                 name: format!("{namespace}/{name}"),
                 version: v.into(),
-                volumes: VOLUMES.iter().map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] }).collect(),
+                volumes: VOLUMES
+                    .iter()
+                    .map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] })
+                    .collect(),
                 ..Default::default()
             });
         }
@@ -258,7 +288,9 @@ fn build(
                 name: format!("k8s/{}", COMPONENTS[i]),
                 version: Some(COMPONENT_VERSIONS[version].into()),
                 absent: Some(absent),
-                deploy_config: deploy_namespace.then(|| json!({"deployNamespace": format!("{}-ns", COMPONENTS[i]), "overwriteConfig": {"replicas": 2}})),
+                deploy_config: deploy_namespace.then(
+                    || json!({"deployNamespace": format!("{}-ns", COMPONENTS[i]), "overwriteConfig": {"replicas": 2}}),
+                ),
             })
         })
         .collect();
@@ -273,10 +305,7 @@ fn build(
         blueprint: Some(BlueprintManifest {
             dogus: Some(blueprint_dogus),
             components: Some(blueprint_components),
-            config: Some(BlueprintConfig {
-                dogus: Some(config),
-                global: Some(global_entries),
-            }),
+            config: Some(BlueprintConfig { dogus: Some(config), global: Some(global_entries) }),
         }),
         blueprint_mask: Some(BlueprintMask { dogus: Some(mask) }),
         ignore_dogu_health: Some(ignore_health),
@@ -285,7 +314,12 @@ fn build(
         stopped: Some(stopped && !reachable),
     };
     let blueprint = Blueprint {
-        metadata: ObjectMeta { name: Some(NAME.into()), namespace: Some(NAMESPACE.into()), generation: Some(1), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(NAME.into()),
+            namespace: Some(NAMESPACE.into()),
+            generation: Some(1),
+            ..Default::default()
+        },
         spec: BlueprintBody { spec: Some(spec) },
         status: None,
     };
@@ -303,7 +337,10 @@ fn build(
         operator_version: None,
         revision: 1,
     };
-    model.secrets.insert("s1".into(), [("p1".to_string(), SECRET_VALUES[0].to_string()), ("p2".to_string(), SECRET_VALUES[1].to_string())].into());
+    model.secrets.insert(
+        "s1".into(),
+        [("p1".to_string(), SECRET_VALUES[0].to_string()), ("p2".to_string(), SECRET_VALUES[1].to_string())].into(),
+    );
     if second_secret || reachable {
         model.secrets.insert("s2".into(), [("p1".to_string(), SECRET_VALUES[1].to_string())].into());
     }
@@ -312,7 +349,9 @@ fn build(
         let namespace = if knob.premium { "premium" } else { "official" };
         let mut dogu = dogu_cr(&format!("{namespace}/{}", DOGUS[i]), VERSIONS[knob.version]);
         dogu.spec.pause_reconciliation = Some(knob.paused);
-        dogu.spec.resources = knob.size.map(|s| DoguResources { min_data_volume_size: Some(QuantityText(s.into())), data_volume_size: None });
+        dogu.spec.resources = knob
+            .size
+            .map(|s| DoguResources { min_data_volume_size: Some(QuantityText(s.into())), data_volume_size: None });
         dogu.status = Some(DoguStatus { health: Some(knob.health.into()), ..dogu.status.unwrap() });
         model.dogus.insert(DOGUS[i].into(), dogu);
         if let Some(entries) = &knob.config {
@@ -344,12 +383,17 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
         EntryKnob::Sensitive(k) => ConfigEntry {
             key: key.into(),
             sensitive: Some(true),
-            secret_ref: Some(SecretReference { name: if k == 2 { "s2" } else { "s1" }.into(), key: ["p1", "p2", "p1"][k].into() }),
+            secret_ref: Some(SecretReference {
+                name: if k == 2 { "s2" } else { "s1" }.into(),
+                key: ["p1", "p2", "p1"][k].into(),
+            }),
             // A global sensitive entry is invalid: the generator makes it on purpose in the `Any` world.
             value: None,
             absent: (!dogu).then_some(false),
         },
-        EntryKnob::SensitiveAbsent => ConfigEntry { key: key.into(), sensitive: Some(true), absent: Some(true), ..Default::default() },
+        EntryKnob::SensitiveAbsent => {
+            ConfigEntry { key: key.into(), sensitive: Some(true), absent: Some(true), ..Default::default() }
+        }
     }
 }
 
@@ -363,4 +407,3 @@ fn store(entries: &[(usize, usize)], sensitive: bool) -> Store {
         version: 1,
     }
 }
-

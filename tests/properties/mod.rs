@@ -1,7 +1,7 @@
 //! Properties of the machine over generated blueprints and clusters.
 //!
-//! Each property was first seen failing against a deliberately broken machine (the break is named in
-//! its comment) before it was trusted.
+//! Each property was seen failing against a deliberately broken machine before it was trusted; the
+//! comment on each names the break that was run and made it fail.
 
 mod generate;
 mod model;
@@ -39,13 +39,37 @@ fn assert_safe(observation: &Observation, decision: &Decision) -> Result<(), Tes
     let config_dogus: BTreeSet<String> =
         manifest.config.iter().flat_map(|c| c.dogus.iter().flatten().map(|(d, _)| d.clone())).collect();
     let allow_switch = spec.allow_dogu_namespace_switch.unwrap_or(false);
+    // Whatever an action does, it is never taken for a dogu or component whose diff is forbidden.
+    let diff = decision.status.as_ref().and_then(|s| s.state_diff.clone()).unwrap_or_default();
+    let forbidden_dogu = |name: &str| {
+        diff.dogu_diffs.get(name).is_some_and(|d| {
+            d.needed_actions.iter().any(|a| a == "downgrade" || (a == "dogu namespace switch" && !allow_switch))
+        })
+    };
+    let forbidden_component = |name: &str| {
+        diff.component_diffs
+            .get(name)
+            .is_some_and(|d| d.needed_actions.iter().any(|a| a == "downgrade" || a == "component namespace switch"))
+    };
+    for action in &decision.actions {
+        let object = action.operation.object();
+        if let Some(name) = object.strip_prefix("dogus/") {
+            prop_assert!(!forbidden_dogu(name), "an action on {name}, whose diff is forbidden: {action:?}");
+        }
+        if let Some(name) = object.strip_prefix("components/") {
+            prop_assert!(!forbidden_component(name), "an action on {name}, whose diff is forbidden: {action:?}");
+        }
+    }
 
     for action in &decision.actions {
         match &action.operation {
             Operation::CreateDogu { object } => {
                 let name = object.metadata.name.clone().unwrap();
                 prop_assert!(dogus.contains(&name), "create of a dogu the blueprint does not name: {name}");
-                prop_assert!(!observation.dogus.iter().any(|d| d.metadata.name.as_ref() == Some(&name)), "create of an existing dogu");
+                prop_assert!(
+                    !observation.dogus.iter().any(|d| d.metadata.name.as_ref() == Some(&name)),
+                    "create of an existing dogu"
+                );
             }
             Operation::PatchDogu { name, .. } | Operation::DeleteDogu { name } if !dogus.contains(name) => {
                 prop_assert!(false, "write to a dogu the blueprint does not name: {action:?}");
@@ -80,7 +104,10 @@ fn assert_safe(observation: &Observation, decision: &Decision) -> Result<(), Tes
             Operation::WriteConfig { target, .. } => {
                 use blueprint_machine::decision::ConfigTarget;
                 if let ConfigTarget::Dogu(d) | ConfigTarget::Sensitive(d) = target {
-                    prop_assert!(config_dogus.contains(d), "config write for {d}, which the blueprint does not configure");
+                    prop_assert!(
+                        config_dogus.contains(d),
+                        "config write for {d}, which the blueprint does not configure"
+                    );
                 }
             }
         }
@@ -144,7 +171,7 @@ fn converge(mut model: Model, limit: usize) -> Result<(Model, Vec<Decision>), Te
 proptest! {
     #![proptest_config(config())]
 
-    /// Broken machine this caught: iterating a `HashMap` for the dogu diff (unstable action order).
+    /// Seen failing with: the dogu diff ordered by a `RandomState` hash (unstable action order).
     #[test]
     fn the_same_observation_gives_the_same_decision(model in generate::model(World::Any)) {
         let observation = model.observe();
@@ -155,8 +182,10 @@ proptest! {
         prop_assert_eq!(&first, &blueprint_machine::reconcile(&recorded));
     }
 
-    /// Broken machines this caught: emitting `downgrade` patches (forbidden check removed), writing a
-    /// sensitive value instead of its secret reference, and patching every installed dogu.
+    /// Seen failing with: the forbidden-action check disabled (actions for dogus and components whose
+    /// diff says downgrade), and the resume step iterating every installed dogu instead of the
+    /// blueprint's (writes to unmanaged dogus). The secret check guards the observer path of the model:
+    /// the machine only ever sees digests.
     #[test]
     fn no_decision_is_unsafe(model in generate::model(World::Any)) {
         let observation = model.observe();
@@ -164,8 +193,8 @@ proptest! {
         assert_safe(&observation, &decision)?;
     }
 
-    /// Broken machines this caught: a config write whose value equals the stored one (endless
-    /// rewrites), and a completion check that ignored paused dogus (never completes).
+    /// Seen failing with: a config diff that sets keys already holding the wanted value (endless
+    /// rewrites, never completes).
     #[test]
     fn a_reachable_blueprint_completes_within_eight_reconciles(model in generate::model(World::Reachable)) {
         let (model, decisions) = converge(model, 8)?;
@@ -182,6 +211,7 @@ proptest! {
 
     /// Whatever the world, applying what is decided never makes an action fail on the model (no
     /// create of an existing object, no write based on a stale version) and stays safe.
+    /// Seen failing with: the forbidden-action check disabled (an empty downgrade patch, repeated).
     #[test]
     fn applying_any_world_stays_safe(model in generate::model(World::Any)) {
         converge(model, 6)?;

@@ -47,9 +47,11 @@ impl Model {
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {
-                let descriptor = self.descriptors.get(&(name.clone(), version.clone())).cloned().unwrap_or(
-                    DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() },
-                );
+                let descriptor = self
+                    .descriptors
+                    .get(&(name.clone(), version.clone()))
+                    .cloned()
+                    .unwrap_or(DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() });
                 DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor } }
             })
             .collect();
