@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use blueprint_machine::api::{Blueprint, BlueprintBody, BlueprintSpec, Dogu, DoguSpec, DoguStatus};
 use blueprint_machine::model::DoguDescriptor;
-use blueprint_machine::observation::{ConfigObservation, DescriptorEntry, DescriptorLookup, Observation, OperatorFacts};
+use blueprint_machine::observation::{
+    ConfigObservation, DescriptorEntry, DescriptorLookup, Observation, OperatorFacts,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -16,10 +18,13 @@ const KEYS_PER_DOGU: usize = 6;
 const GLOBAL_KEYS: usize = 20;
 
 fn blueprint(version: &str) -> Blueprint {
-    let dogus: Vec<_> = (0..DOGUS).map(|i| json!({"name": format!("official/dogu{i:02}"), "version": version})).collect();
+    let dogus: Vec<_> =
+        (0..DOGUS).map(|i| json!({"name": format!("official/dogu{i:02}"), "version": version})).collect();
     let config: BTreeMap<String, Vec<serde_json::Value>> = (0..DOGUS)
         .map(|i| {
-            let entries = (0..KEYS_PER_DOGU).map(|k| json!({"key": format!("section/key{k}"), "value": format!("value-{k}")})).collect();
+            let entries = (0..KEYS_PER_DOGU)
+                .map(|k| json!({"key": format!("section/key{k}"), "value": format!("value-{k}")}))
+                .collect();
             (format!("dogu{i:02}"), entries)
         })
         .collect();
@@ -56,7 +61,9 @@ fn observation(wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Ob
     let descriptors = blueprint_machine::wanted_descriptors(&blueprint)
         .into_iter()
         .map(|(name, version)| DescriptorEntry {
-            lookup: DescriptorLookup::Found { descriptor: DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() } },
+            lookup: DescriptorLookup::Found {
+                descriptor: DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() },
+            },
             name,
             version,
         })
@@ -76,7 +83,11 @@ fn observation(wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Ob
             (format!("dogu{i:02}"), store(entries))
         })
         .collect();
-    let global = if configured { (0..GLOBAL_KEYS).map(|k| (format!("global/key{k}"), "g".to_string())).collect() } else { BTreeMap::new() };
+    let global = if configured {
+        (0..GLOBAL_KEYS).map(|k| (format!("global/key{k}"), "g".to_string())).collect()
+    } else {
+        BTreeMap::new()
+    };
     Observation {
         now: Time(Timestamp::from_second(2_000_000_100).unwrap()),
         operator: OperatorFacts::new("ecosystem", None),

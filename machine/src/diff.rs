@@ -94,7 +94,7 @@ impl ConfigAction {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DoguChange<'a> {
     pub target: &'a TargetDogu,
-    pub installed: Option<&'a InstalledDogu>,
+    pub installed: Option<&'a InstalledDogu<'a>>,
     pub actions: Vec<DoguAction>,
 }
 
@@ -110,8 +110,8 @@ impl DoguChange<'_> {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ComponentChange<'a> {
-    pub target: &'a TargetComponent,
-    pub installed: Option<&'a InstalledComponent>,
+    pub target: &'a TargetComponent<'a>,
+    pub installed: Option<&'a InstalledComponent<'a>>,
     pub actions: Vec<ComponentAction>,
 }
 
@@ -182,26 +182,26 @@ impl<'a> Diff<'a> {
 }
 
 /// Sensitive values the blueprint references, resolved to digests, by `(dogu, key)`.
-pub type ResolvedSecrets = BTreeMap<(String, String), SecretDigest>;
+pub type ResolvedSecrets<'a> = BTreeMap<(&'a str, &'a str), &'a SecretDigest>;
 
 /// Computes the diff. Objects the blueprint concerns that cannot be read are returned as problems and
 /// left out of the diff.
 pub fn compute<'a>(
-    effective: &'a EffectiveBlueprint,
-    installed: &'a Installed,
+    effective: &'a EffectiveBlueprint<'a>,
+    installed: &'a Installed<'a>,
     observation: &Observation,
-    resolved: &ResolvedSecrets,
+    resolved: &ResolvedSecrets<'_>,
 ) -> (Diff<'a>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut diff = Diff::default();
 
     for target in &effective.dogus {
         let name = &target.name.simple;
-        if let Some(problem) = installed.unreadable_dogus.get(name) {
+        if let Some(problem) = installed.unreadable_dogus.get(name.as_str()) {
             problems.push(problem.clone());
             continue;
         }
-        let installed = installed.dogus.get(name);
+        let installed = installed.dogus.get(name.as_str());
         let actions = dogu_actions(target, installed);
         if !actions.is_empty() {
             diff.dogus.push(DoguChange { target, installed, actions });
@@ -211,11 +211,11 @@ pub fn compute<'a>(
 
     for target in &effective.components {
         let name = &target.name.simple;
-        if let Some(problem) = installed.unreadable_components.get(name) {
+        if let Some(problem) = installed.unreadable_components.get(name.as_str()) {
             problems.push(problem.clone());
             continue;
         }
-        let installed = installed.components.get(name);
+        let installed = installed.components.get(name.as_str());
         let actions = component_actions(target, installed);
         if !actions.is_empty() {
             diff.components.push(ComponentChange { target, installed, actions });
@@ -231,32 +231,33 @@ pub fn compute<'a>(
         }
     }
     for (dogu, entries) in &config.dogus {
-        let normal: Vec<_> = entries.iter().filter(|e| !e.sensitive).collect();
-        if !normal.is_empty() {
+        let dogu = *dogu;
+        let mut normal = entries.iter().filter(|e| !e.sensitive).peekable();
+        if normal.peek().is_some() {
             let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, &format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
-                    let changes = value_changes(normal.into_iter(), actual);
+                    let changes = value_changes(normal, actual);
                     if !changes.is_empty() {
-                        diff.dogu_config.insert(dogu.clone(), changes);
+                        diff.dogu_config.insert(dogu.to_owned(), changes);
                     }
                 }
                 Err(problem) => problems.push(problem),
             }
         }
-        let sensitive: Vec<_> = entries.iter().filter(|e| e.sensitive).collect();
-        if !sensitive.is_empty() {
+        let sensitive = entries.iter().filter(|e| e.sensitive);
+        if entries.iter().any(|e| e.sensitive) {
             let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, &format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();
                     for entry in sensitive {
-                        let key = registry_config::normalize_key(&entry.key).unwrap_or(&entry.key);
+                        let key = registry_config::normalize_key(entry.key).unwrap_or(entry.key);
                         let current = actual.and_then(|a| a.get(key));
                         if entry.absent {
                             if current.is_some() {
                                 changes.push(SensitiveChange {
-                                    key: entry.key.clone(),
+                                    key: entry.key.to_owned(),
                                     action: ConfigAction::Remove,
                                     actual_exists: true,
                                     source: None,
@@ -265,20 +266,20 @@ pub fn compute<'a>(
                             continue;
                         }
                         // Unresolved references make the blueprint not executable; they are left out here.
-                        let Some(wanted) = resolved.get(&(dogu.clone(), entry.key.clone())) else {
+                        let Some(wanted) = resolved.get(&(dogu, entry.key)) else {
                             continue;
                         };
-                        if current != Some(wanted) {
+                        if current != Some(*wanted) {
                             changes.push(SensitiveChange {
-                                key: entry.key.clone(),
+                                key: entry.key.to_owned(),
                                 action: ConfigAction::Set,
                                 actual_exists: current.is_some(),
-                                source: entry.secret_ref.clone(),
+                                source: entry.secret_ref.cloned(),
                             });
                         }
                     }
                     if !changes.is_empty() {
-                        diff.sensitive_config.insert(dogu.clone(), changes);
+                        diff.sensitive_config.insert(dogu.to_owned(), changes);
                     }
                 }
                 Err(problem) => problems.push(problem),
@@ -297,36 +298,36 @@ fn readable<'o, V>(store: &'o ConfigObservation<V>, what: &str) -> Result<Option
     }
 }
 
-fn value_changes<'e>(
-    entries: impl Iterator<Item = &'e crate::model::ConfigEntry>,
+fn value_changes<'e, 'a: 'e>(
+    entries: impl Iterator<Item = &'e crate::model::ConfigEntry<'a>>,
     actual: Option<&BTreeMap<String, String>>,
 ) -> Vec<ConfigChange> {
     let mut changes = Vec::new();
     for entry in entries {
-        let key = registry_config::normalize_key(&entry.key).unwrap_or(&entry.key);
+        let key = registry_config::normalize_key(entry.key).unwrap_or(entry.key);
         let current = actual.and_then(|a| a.get(key));
         if entry.absent {
             if let Some(current) = current {
                 changes.push(ConfigChange {
-                    key: entry.key.clone(),
+                    key: entry.key.to_owned(),
                     action: ConfigAction::Remove,
                     actual: Some(current.clone()),
                     expected: None,
                 });
             }
-        } else if current != entry.value.as_ref() {
+        } else if current.map(String::as_str) != entry.value {
             changes.push(ConfigChange {
-                key: entry.key.clone(),
+                key: entry.key.to_owned(),
                 action: ConfigAction::Set,
                 actual: current.cloned(),
-                expected: entry.value.clone(),
+                expected: entry.value.map(str::to_owned),
             });
         }
     }
     changes
 }
 
-fn dogu_actions(target: &TargetDogu, installed: Option<&InstalledDogu>) -> Vec<DoguAction> {
+fn dogu_actions(target: &TargetDogu, installed: Option<&InstalledDogu<'_>>) -> Vec<DoguAction> {
     match (target.absent, installed) {
         (true, None) => vec![],
         (true, Some(_)) => vec![DoguAction::Uninstall],
@@ -363,7 +364,7 @@ fn same_mounts(wanted: &[crate::model::Mount], actual: &[crate::model::Mount]) -
     wanted.len() == actual.len() && wanted.iter().all(|m| actual.contains(m))
 }
 
-fn component_actions(target: &TargetComponent, installed: Option<&InstalledComponent>) -> Vec<ComponentAction> {
+fn component_actions(target: &TargetComponent<'_>, installed: Option<&InstalledComponent<'_>>) -> Vec<ComponentAction> {
     match (target.absent, installed) {
         (true, None) => vec![],
         (true, Some(_)) => vec![ComponentAction::Uninstall],
@@ -388,7 +389,7 @@ fn component_actions(target: &TargetComponent, installed: Option<&InstalledCompo
     }
 }
 
-fn expected_deploy_config(target: &TargetComponent) -> Map<String, Value> {
+fn expected_deploy_config(target: &TargetComponent<'_>) -> Map<String, Value> {
     let mut config = Map::new();
     let Some(map) = target.deploy_config_map() else {
         return config;
@@ -474,7 +475,7 @@ impl SensitiveChange {
     }
 }
 
-fn actual_dogu_state(installed: Option<&InstalledDogu>) -> api::DoguDiffState {
+fn actual_dogu_state(installed: Option<&InstalledDogu<'_>>) -> api::DoguDiffState {
     let Some(dogu) = installed else {
         return api::DoguDiffState { absent: true, ..Default::default() };
     };
@@ -499,7 +500,7 @@ fn expected_dogu_state(target: &TargetDogu) -> api::DoguDiffState {
     }
 }
 
-fn actual_component_state(installed: Option<&InstalledComponent>) -> api::ComponentDiffState {
+fn actual_component_state(installed: Option<&InstalledComponent<'_>>) -> api::ComponentDiffState {
     let Some(component) = installed else {
         return api::ComponentDiffState { absent: true, ..Default::default() };
     };
@@ -511,7 +512,7 @@ fn actual_component_state(installed: Option<&InstalledComponent>) -> api::Compon
     }
 }
 
-fn expected_component_state(target: &TargetComponent) -> api::ComponentDiffState {
+fn expected_component_state(target: &TargetComponent<'_>) -> api::ComponentDiffState {
     let config = expected_deploy_config(target);
     api::ComponentDiffState {
         distribution_namespace: target.name.namespace.clone(),

@@ -23,11 +23,11 @@ pub enum Health {
 }
 
 impl Health {
-    pub fn evaluate(installed: &Installed, health_config: Option<&BTreeMap<String, String>>, flags: Flags) -> Self {
+    pub fn evaluate(installed: &Installed<'_>, health_config: Option<&BTreeMap<String, String>>, flags: Flags) -> Self {
         let dogus: Vec<String> = if flags.ignore_dogu_health {
             Vec::new()
         } else {
-            installed.dogu_health.iter().filter(|(_, h)| h.as_str() != AVAILABLE).map(|(n, _)| n.clone()).collect()
+            installed.dogu_health.iter().filter(|(_, h)| **h != AVAILABLE).map(|(n, _)| (*n).to_owned()).collect()
         };
         let components: Vec<String> = if flags.ignore_component_health {
             Vec::new()
@@ -39,10 +39,10 @@ impl Health {
             let mut unhealthy: Vec<String> = installed
                 .component_health
                 .iter()
-                .filter(|(_, h)| h.as_str() != AVAILABLE)
-                .map(|(n, _)| n.clone())
+                .filter(|(_, h)| **h != AVAILABLE)
+                .map(|(n, _)| (*n).to_owned())
                 .collect();
-            unhealthy.extend(required.into_iter().filter(|r| !installed.component_health.contains_key(r)));
+            unhealthy.extend(required.into_iter().filter(|r| !installed.component_health.contains_key(r.as_str())));
             unhealthy.sort();
             unhealthy.dedup();
             unhealthy

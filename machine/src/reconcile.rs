@@ -167,12 +167,12 @@ impl<'o> Run<'o> {
         if let Err(problem) = statics::validate(&parsed) {
             return self.invalid(reason::INVALID, problem.to_string());
         }
-        let effective = match EffectiveBlueprint::compute(&parsed) {
+        let flags = parsed.flags;
+        let effective = match EffectiveBlueprint::compute(parsed) {
             Ok(effective) => effective,
             Err(problem) => return self.invalid(reason::INCONSISTENT, problem.to_string()),
         };
         self.effective_blueprint = Some(effective.to_api());
-        let flags = parsed.flags;
 
         let validity = dynamic::validate(&effective, &observation.descriptors);
         match &validity {
@@ -497,7 +497,7 @@ impl<'o> Run<'o> {
         }
         for target in effective.wanted_dogus() {
             let name = &target.name.simple;
-            let paused = installed.dogus.get(name).is_some_and(|d| d.paused);
+            let paused = installed.dogus.get(name.as_str()).is_some_and(|d| d.paused);
             if paused && diff.dogu(name).is_none() {
                 self.actions.push(Action {
                     stage: Stage::Dogus,
@@ -671,8 +671,8 @@ pub fn referenced_secrets(blueprint: &Blueprint) -> BTreeSet<String> {
     effective_blueprint(blueprint).map(|e| references::referenced_secret_names(&e)).unwrap_or_default()
 }
 
-fn effective_blueprint(blueprint: &Blueprint) -> Option<EffectiveBlueprint> {
+fn effective_blueprint(blueprint: &Blueprint) -> Option<EffectiveBlueprint<'_>> {
     let parsed = ParsedBlueprint::parse(blueprint.blueprint_spec()).ok()?;
     statics::validate(&parsed).ok()?;
-    EffectiveBlueprint::compute(&parsed).ok()
+    EffectiveBlueprint::compute(parsed).ok()
 }

@@ -8,26 +8,23 @@ use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
 /// The Secrets the effective blueprint reads sensitive values from.
-pub fn referenced_secret_names(effective: &EffectiveBlueprint) -> BTreeSet<String> {
+pub fn referenced_secret_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
     references(effective).map(|(_, _, r)| r.name.clone()).collect()
 }
 
-fn references(
-    effective: &EffectiveBlueprint,
-) -> impl Iterator<Item = (&String, &String, &crate::api::SecretReference)> {
+fn references<'e, 'a>(
+    effective: &'e EffectiveBlueprint<'a>,
+) -> impl Iterator<Item = (&'a str, &'a str, &'a crate::api::SecretReference)> + 'e {
     effective.config.dogus.iter().flat_map(|(dogu, entries)| {
-        entries
-            .iter()
-            .filter(|e| e.sensitive && !e.absent)
-            .filter_map(move |e| e.secret_ref.as_ref().map(|r| (dogu, &e.key, r)))
+        entries.iter().filter(|e| e.sensitive && !e.absent).filter_map(move |e| e.secret_ref.map(|r| (*dogu, e.key, r)))
     })
 }
 
 /// Resolves every reference; the problem lists every missing Secret and key.
-pub fn resolve(
-    effective: &EffectiveBlueprint,
-    secrets: &BTreeMap<String, ReferencedSecret>,
-) -> (ResolvedSecrets, Option<Problem>) {
+pub fn resolve<'a>(
+    effective: &EffectiveBlueprint<'a>,
+    secrets: &'a BTreeMap<String, ReferencedSecret>,
+) -> (ResolvedSecrets<'a>, Option<Problem>) {
     let mut resolved = ResolvedSecrets::new();
     let mut missing_secrets = BTreeSet::new();
     let mut problems = Vec::new();
@@ -35,7 +32,7 @@ pub fn resolve(
         match secrets.get(&reference.name) {
             Some(ReferencedSecret::Present { keys }) => match keys.get(&reference.key) {
                 Some(digest) => {
-                    resolved.insert((dogu.clone(), key.clone()), digest.clone());
+                    resolved.insert((dogu, key), digest);
                 }
                 None => problems.push(Problem::new(format!(
                     "referenced key \"{}\" in secret \"{}\" does not exist",

@@ -14,7 +14,7 @@ pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observ
         .wanted_dogus()
         .filter(|target| {
             let name = &target.name.simple;
-            let Some(dogu) = installed.dogus.get(name) else {
+            let Some(dogu) = installed.dogus.get(name.as_str()) else {
                 return true;
             };
             if dogu.installed_version.as_ref() != Some(&dogu.version) {
@@ -26,7 +26,7 @@ pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observ
                 observation.dogu_configs.get(name).and_then(|c| c.last_updated()),
                 observation.sensitive_configs.get(name).and_then(|c| c.last_updated()),
             ];
-            config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at.as_ref(), updated))
+            config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at, updated))
         })
         .map(|target| target.name.simple.clone())
         .collect();

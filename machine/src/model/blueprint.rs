@@ -17,11 +17,13 @@ pub struct Flags {
     pub stopped: bool,
 }
 
+/// Parsed names, versions and quantities are owned; free text (config keys and values, deploy config)
+/// is borrowed from the Blueprint, which outlives one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ParsedBlueprint {
+pub struct ParsedBlueprint<'a> {
     pub dogus: Vec<TargetDogu>,
-    pub components: Vec<TargetComponent>,
-    pub config: Config,
+    pub components: Vec<TargetComponent<'a>>,
+    pub config: Config<'a>,
     pub mask: Vec<MaskDogu>,
     pub flags: Flags,
 }
@@ -62,28 +64,28 @@ pub struct Mount {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct TargetComponent {
+pub struct TargetComponent<'a> {
     pub name: ComponentName,
     pub version: Option<ComponentVersion>,
     pub absent: bool,
     /// As written; static validation checks its keys and types.
-    pub deploy_config: Value,
+    pub deploy_config: Option<&'a Value>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConfigEntry {
-    pub key: String,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConfigEntry<'a> {
+    pub key: &'a str,
     pub absent: bool,
-    pub value: Option<String>,
+    pub value: Option<&'a str>,
     pub sensitive: bool,
-    pub secret_ref: Option<api::SecretReference>,
+    pub secret_ref: Option<&'a api::SecretReference>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Config {
-    pub global: Vec<ConfigEntry>,
+pub struct Config<'a> {
+    pub global: Vec<ConfigEntry<'a>>,
     /// Keyed by the dogu's simple name.
-    pub dogus: BTreeMap<String, Vec<ConfigEntry>>,
+    pub dogus: BTreeMap<&'a str, Vec<ConfigEntry<'a>>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -102,8 +104,8 @@ pub enum ParseFailure {
     Malformed(Problem),
 }
 
-impl ParsedBlueprint {
-    pub fn parse(spec: Option<&api::BlueprintSpec>) -> Result<Self, ParseFailure> {
+impl<'a> ParsedBlueprint<'a> {
+    pub fn parse(spec: Option<&'a api::BlueprintSpec>) -> Result<Self, ParseFailure> {
         let spec = spec.ok_or(ParseFailure::MissingSpec)?;
         let manifest = spec.blueprint.as_ref().ok_or(ParseFailure::MissingSpec)?;
         let flags = Flags {
@@ -248,8 +250,8 @@ impl Mount {
     }
 }
 
-impl TargetComponent {
-    fn parse(component: &api::BlueprintComponent) -> Result<Self, Problem> {
+impl<'a> TargetComponent<'a> {
+    fn parse(component: &'a api::BlueprintComponent) -> Result<Self, Problem> {
         let name = ComponentName::parse(&component.name)?;
         let version = match component.version.as_deref() {
             None | Some("") => None,
@@ -261,14 +263,14 @@ impl TargetComponent {
             name,
             version,
             absent: component.absent.unwrap_or(false),
-            deploy_config: component.deploy_config.clone().unwrap_or(Value::Null),
+            deploy_config: component.deploy_config.as_ref(),
         })
     }
 
     /// The deploy config as a map; `None` when it is absent, `null` or not an object (static validation
     /// reports the latter).
-    pub fn deploy_config_map(&self) -> Option<&Map<String, Value>> {
-        self.deploy_config.as_object()
+    pub fn deploy_config_map(&self) -> Option<&'a Map<String, Value>> {
+        self.deploy_config.and_then(Value::as_object)
     }
 
     pub fn to_api(&self) -> api::BlueprintComponent {
@@ -296,31 +298,31 @@ impl MaskDogu {
     }
 }
 
-impl ConfigEntry {
-    fn from_api(entry: &api::ConfigEntry) -> Self {
+impl<'a> ConfigEntry<'a> {
+    fn from_api(entry: &'a api::ConfigEntry) -> Self {
         ConfigEntry {
-            key: entry.key.clone(),
+            key: &entry.key,
             absent: entry.absent.unwrap_or(false),
-            value: entry.value.clone(),
+            value: entry.value.as_deref(),
             sensitive: entry.sensitive.unwrap_or(false),
-            secret_ref: entry.secret_ref.clone(),
+            secret_ref: entry.secret_ref.as_ref(),
         }
     }
 
     /// The entry as written to `status.effectiveBlueprint`: never a sensitive value.
     pub fn to_api(&self) -> api::ConfigEntry {
         api::ConfigEntry {
-            key: self.key.clone(),
+            key: self.key.to_owned(),
             absent: self.absent.then_some(true),
-            value: if self.sensitive { None } else { self.value.clone() },
+            value: if self.sensitive { None } else { self.value.map(str::to_owned) },
             sensitive: self.sensitive.then_some(true),
-            secret_ref: self.secret_ref.clone(),
+            secret_ref: self.secret_ref.cloned(),
         }
     }
 }
 
-impl Config {
-    fn from_api(config: Option<&api::BlueprintConfig>) -> Self {
+impl<'a> Config<'a> {
+    fn from_api(config: Option<&'a api::BlueprintConfig>) -> Self {
         let Some(config) = config else {
             return Config::default();
         };
@@ -330,7 +332,7 @@ impl Config {
                 .dogus
                 .iter()
                 .flatten()
-                .map(|(dogu, entries)| (dogu.clone(), entries.iter().map(ConfigEntry::from_api).collect()))
+                .map(|(dogu, entries)| (dogu.as_str(), entries.iter().map(ConfigEntry::from_api).collect()))
                 .collect(),
         }
     }
@@ -347,7 +349,7 @@ impl Config {
             dogus: (!self.dogus.is_empty()).then(|| {
                 self.dogus
                     .iter()
-                    .map(|(dogu, entries)| (dogu.clone(), entries.iter().map(ConfigEntry::to_api).collect()))
+                    .map(|(dogu, entries)| ((*dogu).to_owned(), entries.iter().map(ConfigEntry::to_api).collect()))
                     .collect()
             }),
             global: (!self.global.is_empty()).then(|| self.global.iter().map(ConfigEntry::to_api).collect()),

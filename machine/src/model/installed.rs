@@ -19,12 +19,12 @@ pub const ANNOTATION_CONFIGURATION_SNIPPET: &str = "nginx.ingress.kubernetes.io/
 pub const DEFAULT_VOLUME_SIZE: &str = "2Gi";
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct InstalledDogu {
+pub struct InstalledDogu<'o> {
     pub name: DoguName,
     pub version: DoguVersion,
     pub installed_version: Option<DoguVersion>,
-    pub health: String,
-    pub started_at: Option<Time>,
+    pub health: &'o str,
+    pub started_at: Option<&'o Time>,
     pub min_volume_size: Quantity,
     pub reverse_proxy: ReverseProxy,
     pub mounts: Vec<Mount>,
@@ -32,38 +32,37 @@ pub struct InstalledDogu {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct InstalledComponent {
+pub struct InstalledComponent<'o> {
     pub name: ComponentName,
     pub version: ComponentVersion,
     pub installed_version: Option<ComponentVersion>,
-    pub health: String,
+    pub health: &'o str,
     /// Reconstructed from the CR: `deployNamespace` and `overwriteConfig` (the parsed values YAML).
     pub deploy_config: Map<String, Value>,
 }
 
-/// Everything read from the cluster's Dogu and Component CRs.
+/// Everything read from the cluster's Dogu and Component CRs. Borrows from the observed objects, which
+/// outlive one reconcile.
 #[derive(Clone, Debug, Default)]
-pub struct Installed {
-    pub dogus: BTreeMap<String, InstalledDogu>,
-    pub components: BTreeMap<String, InstalledComponent>,
+pub struct Installed<'o> {
+    pub dogus: BTreeMap<&'o str, InstalledDogu<'o>>,
+    pub components: BTreeMap<&'o str, InstalledComponent<'o>>,
     /// Objects that exist but could not be read, by `metadata.name`.
-    pub unreadable_dogus: BTreeMap<String, Problem>,
-    pub unreadable_components: BTreeMap<String, Problem>,
+    pub unreadable_dogus: BTreeMap<&'o str, Problem>,
+    pub unreadable_components: BTreeMap<&'o str, Problem>,
     /// Health of every Dogu CR by name, readable or not (health does not need the spec).
-    pub dogu_health: BTreeMap<String, String>,
-    pub component_health: BTreeMap<String, String>,
+    pub dogu_health: BTreeMap<&'o str, &'o str>,
+    pub component_health: BTreeMap<&'o str, &'o str>,
 }
 
-impl Installed {
-    pub fn read(dogus: &[api::Dogu], components: &[api::Component]) -> Self {
+impl<'o> Installed<'o> {
+    pub fn read(dogus: &'o [api::Dogu], components: &'o [api::Component]) -> Self {
         let mut installed = Installed::default();
         for dogu in dogus {
-            let Some(name) = dogu.metadata.name.clone() else {
-                continue;
-            };
-            let health = dogu.status.as_ref().and_then(|s| s.health.clone()).unwrap_or_default();
-            installed.dogu_health.insert(name.clone(), health);
-            match InstalledDogu::read(&name, dogu) {
+            let Some(name) = dogu.metadata.name.as_deref() else { continue };
+            let health = dogu.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default();
+            installed.dogu_health.insert(name, health);
+            match InstalledDogu::read(name, dogu) {
                 Ok(d) => {
                     installed.dogus.insert(name, d);
                 }
@@ -73,12 +72,10 @@ impl Installed {
             }
         }
         for component in components {
-            let Some(name) = component.metadata.name.clone() else {
-                continue;
-            };
-            let health = component.status.as_ref().and_then(|s| s.health.clone()).unwrap_or_default();
-            installed.component_health.insert(name.clone(), health);
-            match InstalledComponent::read(&name, component) {
+            let Some(name) = component.metadata.name.as_deref() else { continue };
+            let health = component.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default();
+            installed.component_health.insert(name, health);
+            match InstalledComponent::read(name, component) {
                 Ok(c) => {
                     installed.components.insert(name, c);
                 }
@@ -91,8 +88,8 @@ impl Installed {
     }
 }
 
-impl InstalledDogu {
-    fn read(object_name: &str, dogu: &api::Dogu) -> Result<Self, Problem> {
+impl<'o> InstalledDogu<'o> {
+    fn read(object_name: &str, dogu: &'o api::Dogu) -> Result<Self, Problem> {
         let unreadable = |cause: Problem| Problem::wrap(format!("cannot read dogu CR \"{object_name}\""), vec![cause]);
         let spec = &dogu.spec;
         let name = DoguName::parse(&spec.name).map_err(unreadable)?;
@@ -103,31 +100,34 @@ impl InstalledDogu {
             ))));
         }
         let version = DoguVersion::parse(&spec.version).map_err(unreadable)?;
-        let status = dogu.status.clone().unwrap_or_default();
-        let installed_version = match status.installed_version.as_deref() {
+        let status = dogu.status.as_ref();
+        let installed_version = match status.and_then(|s| s.installed_version.as_deref()) {
             None | Some("") => None,
             Some(text) => Some(DoguVersion::parse(text).map_err(unreadable)?),
         };
-        let resources = spec.resources.clone().unwrap_or_default();
-        let size_text = [&resources.min_data_volume_size, &resources.data_volume_size]
-            .into_iter()
-            .flatten()
-            .map(|q| q.0.as_str())
-            .filter(|text| !text.is_empty())
-            .find(|text| Quantity::parse(text).map(|q| !q.is_zero()).unwrap_or(true));
+        let resources = spec.resources.as_ref();
+        let size_text = [
+            resources.and_then(|r| r.min_data_volume_size.as_ref()),
+            resources.and_then(|r| r.data_volume_size.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|q| q.0.as_str())
+        .filter(|text| !text.is_empty())
+        .find(|text| Quantity::parse(text).map(|q| !q.is_zero()).unwrap_or(true));
         let min_volume_size = match size_text {
             Some(text) => Quantity::parse(text).map_err(unreadable)?,
             None => Quantity::parse(DEFAULT_VOLUME_SIZE).expect("the default size parses"),
         };
-        let annotations = spec.additional_ingress_annotations.clone().unwrap_or_default();
-        let max_body_size = match annotations.get(ANNOTATION_BODY_SIZE) {
+        let annotation = |key: &str| spec.additional_ingress_annotations.as_ref().and_then(|a| a.get(key));
+        let max_body_size = match annotation(ANNOTATION_BODY_SIZE) {
             None => None,
             Some(text) => Some(Quantity::parse(text).map_err(unreadable)?),
         };
         let reverse_proxy = ReverseProxy {
             max_body_size,
-            rewrite_target: annotations.get(ANNOTATION_REWRITE_TARGET).cloned().unwrap_or_default(),
-            additional_config: annotations.get(ANNOTATION_CONFIGURATION_SNIPPET).cloned().unwrap_or_default(),
+            rewrite_target: annotation(ANNOTATION_REWRITE_TARGET).cloned().unwrap_or_default(),
+            additional_config: annotation(ANNOTATION_CONFIGURATION_SNIPPET).cloned().unwrap_or_default(),
         };
         let mounts = spec
             .additional_mounts
@@ -144,8 +144,8 @@ impl InstalledDogu {
             name,
             version,
             installed_version,
-            health: status.health.unwrap_or_default(),
-            started_at: status.started_at,
+            health: status.and_then(|s| s.health.as_deref()).unwrap_or_default(),
+            started_at: status.and_then(|s| s.started_at.as_ref()),
             min_volume_size,
             reverse_proxy,
             mounts,
@@ -154,16 +154,17 @@ impl InstalledDogu {
     }
 }
 
-impl InstalledComponent {
-    fn read(object_name: &str, component: &api::Component) -> Result<Self, Problem> {
+impl<'o> InstalledComponent<'o> {
+    fn read(object_name: &str, component: &'o api::Component) -> Result<Self, Problem> {
         let unreadable =
             |cause: Problem| Problem::wrap(format!("cannot read component CR \"{object_name}\""), vec![cause]);
         let spec = &component.spec;
         let name = ComponentName::parse(&format!("{}/{}", spec.namespace, object_name)).map_err(unreadable)?;
         let version = ComponentVersion::parse(&spec.version).map_err(unreadable)?;
-        let status = component.status.clone().unwrap_or_default();
+        let status = component.status.as_ref();
         // An unreadable installed version means "not known yet", as upstream treats it.
-        let installed_version = status.installed_version.as_deref().and_then(|v| ComponentVersion::parse(v).ok());
+        let installed_version =
+            status.and_then(|s| s.installed_version.as_deref()).and_then(|v| ComponentVersion::parse(v).ok());
         let mut deploy_config = Map::new();
         if let Some(namespace) = spec.deploy_namespace.as_ref().filter(|n| !n.is_empty()) {
             deploy_config.insert("deployNamespace".into(), Value::String(namespace.clone()));
@@ -179,7 +180,7 @@ impl InstalledComponent {
             name,
             version,
             installed_version,
-            health: status.health.unwrap_or_default(),
+            health: status.and_then(|s| s.health.as_deref()).unwrap_or_default(),
             deploy_config,
         })
     }

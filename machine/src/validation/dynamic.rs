@@ -23,17 +23,20 @@ pub enum Validity {
 }
 
 pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
-    let index: HashMap<(&str, &str), &DescriptorLookup> =
-        descriptors.iter().map(|e| ((e.name.as_str(), e.version.as_str()), &e.lookup)).collect();
+    // Keyed by (namespace, simple name, version), so that lookups need no formatting.
+    let index: HashMap<(&str, &str, &str), &DescriptorLookup> = descriptors
+        .iter()
+        .filter_map(|e| e.name.split_once('/').map(|(ns, simple)| ((ns, simple, e.version.as_str()), &e.lookup)))
+        .collect();
     let wanted: Vec<&TargetDogu> = effective.wanted_dogus().collect();
 
     let mut found: Vec<(&TargetDogu, &DoguDescriptor)> = Vec::with_capacity(wanted.len());
     let mut not_found = Vec::new();
     let mut unavailable = Vec::new();
     for dogu in &wanted {
-        let name = dogu.name.to_string();
+        let name = &dogu.name;
         let version = dogu.version.as_ref().map(|v| v.raw()).unwrap_or("");
-        match index.get(&(name.as_str(), version)) {
+        match index.get(&(name.namespace.as_str(), name.simple.as_str(), version)) {
             Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, descriptor)),
             Some(DescriptorLookup::NotFound) => {
                 not_found.push(Problem::new(format!("dogu \"{name}\" with version \"{version}\" could not be found")))

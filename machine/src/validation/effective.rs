@@ -4,31 +4,29 @@ use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct EffectiveBlueprint {
+pub struct EffectiveBlueprint<'a> {
     pub dogus: Vec<TargetDogu>,
-    pub components: Vec<TargetComponent>,
-    pub config: Config,
+    pub components: Vec<TargetComponent<'a>>,
+    pub config: Config<'a>,
 }
 
-impl EffectiveBlueprint {
+impl<'a> EffectiveBlueprint<'a> {
     /// Applies the mask. Static validation has already rejected masks that do not match.
-    pub fn compute(blueprint: &ParsedBlueprint) -> Result<Self, Problem> {
-        let mut config = blueprint.config.clone();
-        let dogus = blueprint
-            .dogus
-            .iter()
-            .map(|dogu| {
-                let mut effective = dogu.clone();
-                if let Some(masked) = blueprint.mask.iter().find(|m| m.name.simple == dogu.name.simple) {
+    pub fn compute(blueprint: ParsedBlueprint<'a>) -> Result<Self, Problem> {
+        let ParsedBlueprint { dogus, components, mut config, mask, flags } = blueprint;
+        let dogus = dogus
+            .into_iter()
+            .map(|mut effective| {
+                if let Some(masked) = mask.iter().find(|m| m.name.simple == effective.name.simple) {
                     if let Some(version) = &masked.version {
                         effective.version = Some(version.clone());
                     }
-                    if masked.name.namespace != dogu.name.namespace && blueprint.flags.allow_dogu_namespace_switch {
+                    if masked.name.namespace != effective.name.namespace && flags.allow_dogu_namespace_switch {
                         effective.name.namespace = masked.name.namespace.clone();
                     }
                     effective.absent = masked.absent;
                     if masked.absent {
-                        config.dogus.remove(&dogu.name.simple);
+                        config.dogus.remove(effective.name.simple.as_str());
                     }
                 }
                 effective
@@ -38,7 +36,7 @@ impl EffectiveBlueprint {
         let problems: Vec<Problem> = config
             .dogus
             .keys()
-            .filter(|d| !dogus.iter().any(|e| !e.absent && &e.name.simple == *d))
+            .filter(|d| !dogus.iter().any(|e| !e.absent && e.name.simple == **d))
             .map(|d| {
                 Problem::new(format!(
                     "setting config for dogu \"{d}\" is not allowed as it will not be installed with the blueprint"
@@ -48,7 +46,7 @@ impl EffectiveBlueprint {
         if let Some(problem) = Problem::join(problems) {
             return Err(problem);
         }
-        Ok(EffectiveBlueprint { dogus, components: blueprint.components.clone(), config })
+        Ok(EffectiveBlueprint { dogus, components, config })
     }
 
     /// Dogus that must be installed.

@@ -1,7 +1,5 @@
 //! Static validation: everything that can be checked from the Blueprint alone.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::model::{Config, ConfigEntry, ParsedBlueprint, QuantityFormat, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
@@ -71,9 +69,9 @@ fn component_problems(component: &TargetComponent) -> Vec<Problem> {
     if !component.absent && component.version.is_none() {
         problems.push(Problem::new(format!("version of component \"{name}\" must not be empty")));
     }
-    match &component.deploy_config {
-        serde_json::Value::Null => {}
-        serde_json::Value::Object(map) => {
+    match component.deploy_config {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(map)) => {
             // Keys other than these never reach the CR, so the blueprint could never complete.
             for key in map.keys().filter(|k| !DEPLOY_CONFIG_KEYS.contains(&k.as_str())) {
                 problems.push(Problem::new(format!(
@@ -161,24 +159,24 @@ fn missing_value(key: &str) -> Problem {
 }
 
 fn duplicate_keys(entries: &[ConfigEntry]) -> Vec<Problem> {
-    let mut seen = BTreeSet::new();
-    let mut reported = BTreeSet::new();
-    let mut problems = Vec::new();
-    for entry in entries {
-        if !seen.insert(entry.key.as_str()) && reported.insert(entry.key.as_str()) {
-            problems.push(Problem::new(format!("duplicate dogu config Key found: {}", entry.key)));
-        }
-    }
-    problems
+    repeated(entries.iter().map(|e| e.key))
+        .into_iter()
+        .map(|key| Problem::new(format!("duplicate dogu config Key found: {key}")))
+        .collect()
 }
 
 fn duplicates<'a>(what: &str, names: impl Iterator<Item = &'a str>) -> Option<Problem> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for name in names {
-        *counts.entry(name).or_default() += 1;
-    }
-    let duplicated: Vec<&str> = counts.into_iter().filter(|(_, n)| *n > 1).map(|(name, _)| name).collect();
+    let duplicated = repeated(names);
     (!duplicated.is_empty()).then(|| Problem::new(format!("there are duplicate {what}: [{}]", duplicated.join(" "))))
+}
+
+/// The names that occur more than once, sorted, each once.
+fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut sorted: Vec<&str> = names.collect();
+    sorted.sort_unstable();
+    let mut repeated: Vec<&str> = sorted.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0]).collect();
+    repeated.dedup();
+    repeated
 }
 
 fn mask_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
