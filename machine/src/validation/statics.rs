@@ -132,7 +132,7 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
         problems.push(Problem::new(format!("sensitive config entry \"{}\" needs a secretRef", entry.key)));
     }
     if !entry.sensitive && entry.value.is_none() && entry.secret_ref.is_none() {
-        problems.push(missing_value(&entry.key));
+        problems.push(missing_value(entry.key));
     }
     problems
 }
@@ -149,7 +149,7 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
         problems.push(Problem::new("absent entries cannot have value"));
     }
     if !entry.absent && !entry.sensitive && entry.secret_ref.is_none() && entry.value.is_none() {
-        problems.push(missing_value(&entry.key));
+        problems.push(missing_value(entry.key));
     }
     problems
 }
