@@ -224,3 +224,39 @@ fn crd_prints_the_committed_manifest() {
     let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("crds/blueprint.yaml")).unwrap();
     assert_eq!(stdout(&output), committed);
 }
+
+/// The README shows `plan` on the examples with its real output; this keeps it true.
+#[test]
+fn the_readme_shows_the_real_plan_output() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let mut checked = 0;
+    let mut lines = readme.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.strip_prefix("$ blueprint-operator plan ") else { continue };
+        let mut command = command.to_owned();
+        while command.ends_with('\\') {
+            command.pop();
+            command.push_str(lines.next().unwrap().trim());
+        }
+        let mut shown = Vec::new();
+        let exit_code = loop {
+            let line = lines.next().expect("the block ends with its exit code");
+            if let Some(code) = line.strip_prefix("(exit code ").and_then(|c| c.strip_suffix(')')) {
+                break code.parse::<i32>().unwrap();
+            }
+            shown.push(line);
+        };
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("plan")
+            .args(&args)
+            .output()
+            .unwrap();
+        let actual = stdout(&output) + &stderr(&output);
+        assert_eq!(actual.trim_end(), shown.join("\n"), "README output of `plan {command}` is out of date");
+        assert_eq!(output.status.code(), Some(exit_code), "README exit code of `plan {command}`");
+        checked += 1;
+    }
+    assert!(checked >= 4, "the README shows plan on {checked} examples");
+}

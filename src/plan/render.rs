@@ -162,7 +162,12 @@ fn conditions_table(out: &mut String, status: &BlueprintStatus) {
     for c in &status.conditions {
         let message = c.message.lines().next().unwrap_or("");
         let more = if c.message.lines().count() > 1 { " …" } else { "" };
-        let _ = writeln!(out, "  {:<22} {:<8} {:<24} {message}{more}", c.type_, c.status, c.reason);
+        // A condition this reconcile did not evaluate still describes an older generation.
+        let stale = match (c.observed_generation, status.observed_generation) {
+            (Some(seen), Some(now)) if seen != now => format!(" (from generation {seen})"),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  {:<22} {:<8} {:<24} {message}{more}{stale}", c.type_, c.status, c.reason);
     }
 }
 
