@@ -22,6 +22,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// The in-cluster operator (configured by environment variables; kubeconfig or in-cluster config).
+    Run,
     /// Offline: what would one reconcile decide for this blueprint on this cluster?
     ///
     /// Exit code 0: nothing to do; 2: changes pending; 1: error or invalid blueprint.
@@ -59,6 +61,17 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run => {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
+            match runtime.block_on(crate::run::run()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Crd { which } => {
             print!("{}", crd::yaml(which));
             ExitCode::SUCCESS

@@ -3,6 +3,17 @@
 //! executes and wires.
 
 pub mod cli;
+pub mod config;
+pub mod controller;
 pub mod crd;
+pub mod descriptors;
+pub mod execute;
+pub mod http;
+pub mod leader;
+pub mod metrics;
 pub mod observe;
 pub mod plan;
+pub mod publish;
+pub mod run;
+pub mod status;
+pub mod telemetry;

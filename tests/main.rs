@@ -4,4 +4,5 @@ mod acceptance;
 mod crd;
 mod plan_cli;
 mod properties;
+mod shell;
 mod support;

@@ -6,6 +6,7 @@
 //! by any field manager), else its `creationTimestamp`.
 
 pub mod digest;
+pub mod secrets;
 
 use std::collections::BTreeMap;
 
@@ -130,6 +131,8 @@ pub struct Snapshot<'a> {
     pub components: Vec<&'a Component>,
     pub config_maps: Vec<&'a ConfigMap>,
     pub secrets: Vec<&'a Secret>,
+    /// Referenced Secrets digested already (the controller's cache); `None`: digest them from `secrets`.
+    pub referenced_secrets: Option<BTreeMap<String, ReferencedSecret>>,
     pub descriptors: Vec<DescriptorEntry>,
 }
 
@@ -165,6 +168,9 @@ impl Snapshot<'_> {
         for name in referenced {
             referenced_secrets.entry(name).or_insert(ReferencedSecret::Missing);
         }
+        if let Some(digested) = &self.referenced_secrets {
+            referenced_secrets = digested.clone();
+        }
         Observation {
             now: self.now.clone(),
             operator: self.operator.clone(),
@@ -180,4 +186,9 @@ impl Snapshot<'_> {
             health_config,
         }
     }
+}
+
+/// Whether a ConfigMap is the health config (it need not carry the registry labels).
+pub fn is_health_config(config_map: &ConfigMap) -> bool {
+    config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG_MAP)
 }

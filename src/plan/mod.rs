@@ -158,6 +158,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         components,
         config_maps,
         secrets,
+        referenced_secrets: None,
         descriptors,
     };
     Ok((snapshot.observe(&Digester::random()), warnings))

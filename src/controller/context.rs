@@ -1,0 +1,336 @@
+//! One reconcile of the shell: observe (caches), decide (the machine), execute, write the status
+//! once, publish the events, and say when to look again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use serde::Serialize;
+
+use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::decision::{ApplyFailure, Decision, Operation};
+use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
+
+use super::backoff::BackoffTracker;
+use crate::descriptors::DescriptorSource;
+use crate::execute::{ConfigStores, Executor};
+use crate::metrics::{ActionLabels, Metrics, OutcomeLabels};
+use crate::observe::secrets::SecretDigests;
+use crate::observe::{Digester, Snapshot, is_health_config};
+use crate::{publish, status};
+
+/// The controller's caches, one reflector store per watched kind.
+#[derive(Clone)]
+pub struct Stores {
+    pub blueprints: Store<Blueprint>,
+    pub dogus: Store<Dogu>,
+    pub components: Store<Component>,
+    /// ConfigMaps labelled `app=ces`: global and dogu config, the local dogu registry.
+    pub config_maps: Store<ConfigMap>,
+    /// The health config ConfigMap (selected by name: it need not carry the registry labels).
+    pub health_config: Store<ConfigMap>,
+    /// Secrets labelled `k8s.cloudogu.com/type=sensitive-config`.
+    pub sensitive_configs: Store<Secret>,
+    /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
+    pub secret_metadata: Store<PartialObjectMeta<Secret>>,
+}
+
+/// Everything a reconcile needs; shared by all reconciles.
+pub struct Context {
+    pub client: Client,
+    pub namespace: String,
+    pub operator_version: String,
+    pub stores: Stores,
+    pub descriptors: Arc<dyn DescriptorSource>,
+    pub digester: Digester,
+    pub secrets: SecretDigests,
+    pub recorder: Recorder,
+    pub metrics: Arc<Metrics>,
+    pub backoff: BackoffTracker,
+    /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
+    /// cache shows the write, the written object is what is observed (read-your-writes).
+    written: Mutex<HashMap<String, (String, Blueprint)>>,
+    clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+/// How the status write went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "result")]
+pub enum StatusWrite {
+    /// Nothing to write: the stored status is the decided one.
+    Unchanged,
+    Written,
+    /// The Blueprint changed since it was observed; decided again shortly.
+    Conflict,
+    Failed {
+        message: String,
+    },
+}
+
+/// What one reconcile observed, decided and did.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// `None` when the reconcile could not observe (a read failed).
+    pub observation: Option<Observation>,
+    pub decision: Option<Decision>,
+    /// Actions performed (a prefix of the decision's actions).
+    pub performed: usize,
+    pub failure: Option<ApplyFailure>,
+    pub status: StatusWrite,
+    pub events_published: usize,
+    #[serde(skip)]
+    pub requeue: Requeue,
+}
+
+/// Why a reconcile could not even decide.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("could not read a referenced Secret: {0}")]
+    ReadSecret(#[source] kube::Error),
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        namespace: String,
+        operator_version: String,
+        stores: Stores,
+        descriptors: Arc<dyn DescriptorSource>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let reporter =
+            Reporter { controller: "k8s-blueprint-operator".into(), instance: std::env::var("POD_NAME").ok() };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            namespace,
+            operator_version,
+            stores,
+            descriptors,
+            digester: Digester::random(),
+            secrets: SecretDigests::default(),
+            metrics,
+            backoff: BackoffTracker::default(),
+            written: Mutex::new(HashMap::new()),
+            clock: Box::new(Timestamp::now),
+        }
+    }
+
+    /// Replaces the wall clock (tests).
+    pub fn with_clock(mut self, clock: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    fn now(&self) -> Time {
+        let now = (self.clock)();
+        Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
+    }
+
+    /// The Blueprint to reconcile: the cached one, unless this process wrote a newer one the cache has
+    /// not shown yet.
+    fn blueprint(&self, name: &str) -> Option<Arc<Blueprint>> {
+        let cached = self.stores.blueprints.get(&ObjectRef::new(name).within(&self.namespace))?;
+        let written = self.written.lock().expect("not poisoned");
+        match written.get(name) {
+            Some((before, ours)) if cached.metadata.resource_version.as_deref() == Some(before.as_str()) => {
+                Some(Arc::new(ours.clone()))
+            }
+            _ => Some(cached),
+        }
+    }
+
+    /// Builds the observation from the caches, the descriptor source and the clock.
+    pub async fn observe(&self, blueprint: Option<&Blueprint>) -> Result<Observation, ReconcileError> {
+        let blueprints = self.stores.blueprints.state();
+        let dogus = self.stores.dogus.state();
+        let components = self.stores.components.state();
+        let config_maps = self.stores.config_maps.state();
+        let health = self.stores.health_config.state();
+        let sensitive = self.stores.sensitive_configs.state();
+
+        let referenced = match blueprint {
+            Some(blueprint) => {
+                let names = blueprint_machine::referenced_secrets(blueprint);
+                let api = Api::<Secret>::namespaced(self.client.clone(), &self.namespace);
+                self.secrets
+                    .observe(&names, &self.stores.secret_metadata, &api, &self.namespace, &self.digester)
+                    .await
+                    .map_err(ReconcileError::ReadSecret)?
+            }
+            None => Default::default(),
+        };
+        let mut descriptors = Vec::new();
+        if let Some(blueprint) = blueprint {
+            for (name, version) in blueprint_machine::wanted_descriptors(blueprint) {
+                let lookup = self.descriptors.lookup(&name, &version).await;
+                descriptors.push(DescriptorEntry { name, version, lookup });
+            }
+        }
+        let snapshot = Snapshot {
+            now: self.now(),
+            operator: OperatorFacts::new(self.namespace.clone(), Some(self.operator_version.clone())),
+            blueprint,
+            blueprint_count: blueprints.len(),
+            dogus: dogus.iter().map(AsRef::as_ref).collect(),
+            components: components.iter().map(AsRef::as_ref).collect(),
+            config_maps: config_maps
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|c| !is_health_config(c))
+                .chain(health.iter().map(AsRef::as_ref))
+                .collect(),
+            secrets: sensitive.iter().map(AsRef::as_ref).collect(),
+            referenced_secrets: Some(referenced),
+            descriptors,
+        };
+        Ok(snapshot.observe(&self.digester))
+    }
+
+    /// One reconcile of the Blueprint `name`.
+    pub async fn reconcile(&self, name: &str) -> Outcome {
+        let started = Instant::now();
+        let outcome = match self.reconcile_inner(name).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                tracing::warn!(%error, "reconcile could not decide");
+                let delay = self.backoff.next(name);
+                self.metrics.objects_in_backoff.set(self.backoff.len() as i64);
+                self.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: "ObserveFailed".into() }).inc();
+                return Outcome {
+                    observation: None,
+                    decision: None,
+                    performed: 0,
+                    failure: None,
+                    status: StatusWrite::Unchanged,
+                    events_published: 0,
+                    requeue: Requeue::requeue(delay),
+                };
+            }
+        };
+        self.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
+        let label = match (&outcome.failure, &outcome.status) {
+            (_, StatusWrite::Conflict) => "StatusConflict".to_owned(),
+            (_, StatusWrite::Failed { .. }) => "StatusFailed".to_owned(),
+            (Some(_), _) => "ApplyFailed".to_owned(),
+            (None, _) => outcome.decision.as_ref().map(|d| d.state.to_string()).unwrap_or_default(),
+        };
+        self.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: label }).inc();
+        outcome
+    }
+
+    async fn reconcile_inner(&self, name: &str) -> Result<Outcome, ReconcileError> {
+        let blueprint = self.blueprint(name);
+        let observation = self.observe(blueprint.as_deref()).await?;
+        let mut decision = blueprint_machine::reconcile(&observation);
+
+        let executor = Executor::new(
+            self.client.clone(),
+            &self.namespace,
+            ConfigStores {
+                config_maps: self.stores.config_maps.clone(),
+                sensitive_configs: self.stores.sensitive_configs.clone(),
+            },
+        );
+        let mut performed = 0;
+        let mut failure = None;
+        for (index, action) in decision.actions.iter().enumerate() {
+            let result = executor.perform(action).await;
+            let labels = ActionLabels {
+                kind: kind(&action.operation).to_owned(),
+                result: match &result {
+                    Ok(()) => "ok".to_owned(),
+                    Err(f) => format!("{:?}", f.kind).to_lowercase(),
+                },
+            };
+            self.metrics.actions.get_or_create(&labels).inc();
+            match result {
+                Ok(()) => {
+                    tracing::info!(stage = %action.stage, object = %action.operation.object(), why = %action.reason, "applied");
+                    performed += 1;
+                }
+                Err(f) => {
+                    tracing::warn!(stage = %action.stage, object = %action.operation.object(), kind = ?f.kind, error = %f.message, "action failed");
+                    failure = Some(ApplyFailure { action: index, kind: f.kind, message: f.message });
+                    break;
+                }
+            }
+        }
+        if let Some(failure) = &failure {
+            decision = blueprint_machine::record_failure(&observation, &decision, failure);
+        }
+
+        let mut status_write = StatusWrite::Unchanged;
+        if let (Some(blueprint), Some(wanted)) = (blueprint.as_deref(), decision.status.as_ref()) {
+            let version = blueprint.metadata.resource_version.clone().unwrap_or_default();
+            if let Some(patch) = status::status_patch(blueprint.status.as_ref(), wanted, &version) {
+                let api = Api::<Blueprint>::namespaced(self.client.clone(), &self.namespace);
+                status_write = match status::write(&api, name, &patch).await {
+                    Ok(written) => {
+                        self.metrics.status_writes.inc();
+                        self.written.lock().expect("not poisoned").insert(name.to_owned(), (version, written));
+                        StatusWrite::Written
+                    }
+                    Err(kube::Error::Api(e)) if e.code == 409 => StatusWrite::Conflict,
+                    Err(e) => StatusWrite::Failed { message: e.to_string() },
+                };
+            }
+        }
+
+        let mut events_published = 0;
+        if matches!(status_write, StatusWrite::Unchanged | StatusWrite::Written)
+            && let Some(blueprint) = blueprint.as_deref()
+        {
+            events_published = publish::publish(&self.recorder, blueprint, &decision.events).await;
+            self.metrics.events.inc_by(events_published as u64);
+        }
+
+        let requeue = match &status_write {
+            StatusWrite::Conflict => Requeue::requeue(Duration::from_secs(1)),
+            StatusWrite::Failed { .. } => Requeue::requeue(self.backoff.next(name)),
+            _ => match &decision.requeue {
+                blueprint_machine::Requeue::AwaitChange => {
+                    self.backoff.reset(name);
+                    Requeue::await_change()
+                }
+                blueprint_machine::Requeue::After { after, .. } => {
+                    self.backoff.reset(name);
+                    Requeue::requeue(*after)
+                }
+                blueprint_machine::Requeue::Backoff { .. } => Requeue::requeue(self.backoff.next(name)),
+            },
+        };
+        self.metrics.objects_in_backoff.set(self.backoff.len() as i64);
+        Ok(Outcome {
+            observation: Some(observation),
+            decision: Some(decision),
+            performed,
+            failure,
+            status: status_write,
+            events_published,
+            requeue,
+        })
+    }
+}
+
+fn kind(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::CreateDogu { .. } => "createDogu",
+        Operation::PatchDogu { .. } => "patchDogu",
+        Operation::DeleteDogu { .. } => "deleteDogu",
+        Operation::CreateComponent { .. } => "createComponent",
+        Operation::PatchComponent { .. } => "patchComponent",
+        Operation::DeleteComponent { .. } => "deleteComponent",
+        Operation::WriteConfig { .. } => "writeConfig",
+    }
+}

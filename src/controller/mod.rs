@@ -1,0 +1,214 @@
+//! `blueprint-operator run`: the kube-runtime `Controller` on Blueprints, with reflector caches of
+//! everything a reconcile observes, each change of which triggers a (debounced) reconcile.
+
+pub mod backoff;
+pub mod context;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, predicates, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+
+use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::health::HEALTH_CONFIG_MAP;
+
+pub use context::{Context, Outcome, StatusWrite, Stores};
+
+use crate::descriptors::{DescriptorSource, LocalDescriptors};
+use crate::metrics::Metrics;
+
+/// What a controller needs besides its client.
+pub struct Options {
+    pub namespace: String,
+    pub operator_version: String,
+    pub debounce: Duration,
+    /// Where descriptors come from; default: the local dogu registry ConfigMaps.
+    pub descriptors: Option<Arc<dyn DescriptorSource>>,
+}
+
+type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+
+/// A reflector store of `api`, and the stream of changes that keeps it current (it must be polled).
+fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff().touched_objects();
+    (reader, Box::pin(stream))
+}
+
+/// Runs the controller until `shutdown` resolves; in-flight reconciles finish first.
+pub async fn run_controller(
+    client: Client,
+    options: Options,
+    metrics: Arc<Metrics>,
+    ready: Arc<AtomicBool>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let namespace = options.namespace.clone();
+    let (c, ns) = (client.clone(), namespace.clone());
+
+    // The main stream: Blueprints. Status-only updates (our own writes) do not trigger.
+    let (blueprint_reader, blueprint_writer) = reflector::store::<Blueprint>();
+    let blueprints =
+        reflector::reflector(blueprint_writer, watcher(Api::namespaced(c.clone(), &ns), watcher::Config::default()))
+            .default_backoff()
+            .applied_objects()
+            .predicate_filter(predicates::generation, Default::default());
+
+    let (dogus, dogu_changes) = reflect(Api::<Dogu>::namespaced(c.clone(), &ns), watcher::Config::default());
+    let (components, component_changes) =
+        reflect(Api::<Component>::namespaced(c.clone(), &ns), watcher::Config::default());
+    let (config_maps, config_map_changes) =
+        reflect(Api::<ConfigMap>::namespaced(c.clone(), &ns), watcher::Config::default().labels("app=ces"));
+    let (health_config, health_changes) = reflect(
+        Api::<ConfigMap>::namespaced(c.clone(), &ns),
+        watcher::Config::default().fields(&format!("metadata.name={HEALTH_CONFIG_MAP}")),
+    );
+    let (sensitive_configs, sensitive_changes) = reflect(
+        Api::<Secret>::namespaced(c.clone(), &ns),
+        watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
+    );
+    // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
+    let (secret_metadata, secret_changes) =
+        reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
+
+    let stores = Stores {
+        blueprints: blueprint_reader.clone(),
+        dogus,
+        components,
+        config_maps: config_maps.clone(),
+        health_config,
+        sensitive_configs,
+        secret_metadata,
+    };
+    let descriptors =
+        options.descriptors.unwrap_or_else(|| Arc::new(LocalDescriptors::new(config_maps, namespace.clone())));
+    let context =
+        Arc::new(Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics));
+
+    // Ready once every cache has listed its objects.
+    tokio::spawn({
+        let stores = stores.clone();
+        async move {
+            let synced = futures::future::join_all([
+                Box::pin(wait(stores.blueprints)) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+                Box::pin(wait(stores.dogus)),
+                Box::pin(wait(stores.components)),
+                Box::pin(wait(stores.config_maps)),
+                Box::pin(wait(stores.health_config)),
+                Box::pin(wait(stores.sensitive_configs)),
+                Box::pin(wait(stores.secret_metadata)),
+            ]);
+            synced.await;
+            ready.store(true, Ordering::Relaxed);
+            tracing::info!("caches synced");
+        }
+    });
+
+    let every_blueprint = {
+        let reader = blueprint_reader.clone();
+        move || reader.state().iter().map(|b| ObjectRef::from_obj(b.as_ref())).collect::<Vec<_>>()
+    };
+    let on_change = {
+        let every = every_blueprint.clone();
+        move |_: Dogu| every()
+    };
+    let on_component = {
+        let every = every_blueprint.clone();
+        move |_: Component| every()
+    };
+    let on_config_map = {
+        let every = every_blueprint.clone();
+        move |_: ConfigMap| every()
+    };
+    let on_health = {
+        let every = every_blueprint.clone();
+        move |_: ConfigMap| every()
+    };
+    let on_sensitive = {
+        let every = every_blueprint.clone();
+        move |_: Secret| every()
+    };
+    // A Secret triggers only the Blueprints that reference it.
+    let on_secret = {
+        let reader = blueprint_reader.clone();
+        move |secret: PartialObjectMeta<Secret>| {
+            let name = secret.name_any();
+            reader
+                .state()
+                .iter()
+                .filter(|b| blueprint_machine::referenced_secrets(b).contains(&name))
+                .map(|b| ObjectRef::from_obj(b.as_ref()))
+                .collect::<Vec<_>>()
+        }
+    };
+
+    Controller::for_stream(blueprints, blueprint_reader)
+        .with_config(ControllerConfig::default().debounce(options.debounce))
+        .watches_stream(dogu_changes, on_change)
+        .watches_stream(component_changes, on_component)
+        .watches_stream(config_map_changes, on_config_map)
+        .watches_stream(health_changes, on_health)
+        .watches_stream(sensitive_changes, on_sensitive)
+        .watches_stream(secret_changes, on_secret)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "controller event");
+            }
+        })
+        .await;
+}
+
+async fn wait<K>(store: Store<K>)
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let _ = store.wait_until_ready().await;
+}
+
+async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<Action, Infallible> {
+    let name = blueprint.name_any();
+    let span = tracing::info_span!(
+        "reconcile",
+        blueprint = %name,
+        generation = blueprint.metadata.generation.unwrap_or_default(),
+        state = tracing::field::Empty,
+        actions = tracing::field::Empty,
+        status = tracing::field::Empty,
+    );
+    async move {
+        let outcome = context.reconcile(&name).await;
+        let span = tracing::Span::current();
+        if let Some(decision) = &outcome.decision {
+            span.record("state", tracing::field::display(decision.state));
+            span.record("actions", outcome.performed);
+        }
+        span.record("status", tracing::field::debug(&outcome.status));
+        tracing::info!(requeue = ?outcome.requeue, "reconciled");
+        Ok(outcome.requeue)
+    }
+    .instrument(span)
+    .await
+}
+
+fn error_policy(_: Arc<Blueprint>, _: &Infallible, _: Arc<Context>) -> Action {
+    Action::requeue(Duration::from_secs(1))
+}

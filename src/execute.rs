@@ -1,0 +1,296 @@
+//! Performs a decision's actions, each idempotently:
+//!
+//! - creates tolerate `AlreadyExists` when the existing object is the one wanted;
+//! - deletes tolerate `NotFound`;
+//! - Dogu and Component changes are JSON merge patches of only the fields the blueprint owns (explicit
+//!   `null` removes a setting). Merge patches rather than server-side apply: the dogu operator writes
+//!   the same objects (`pauseReconciliation`, status), and a merge patch of a few fields neither claims
+//!   ownership of fields we do not send nor needs forced conflicts;
+//! - config writes are conditional on the `resourceVersion` the decision was based on (a merge patch
+//!   carrying `metadata.resourceVersion`): if the object changed meanwhile, the write fails with 409 and
+//!   the reconcile decides again on fresh state, so nothing written by someone else is lost.
+//!
+//! Secret values are read from the referenced Secret at the moment of writing and never logged or
+//! put into an error message.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource};
+use serde_json::json;
+
+use blueprint_machine::api::{Component, Dogu};
+use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind, Operation};
+use blueprint_machine::objects::MANAGER;
+use blueprint_machine::observation::ObjectBase;
+use blueprint_machine::registry_config::{self, DATA_KEY};
+
+use crate::observe::{DOGU_LABEL, TYPE_LABEL};
+
+/// Why an action could not be performed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl Failure {
+    fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Failure { kind, message: message.into() }
+    }
+}
+
+/// The cached objects a config write is based on.
+#[derive(Clone)]
+pub struct ConfigStores {
+    pub config_maps: Store<ConfigMap>,
+    pub sensitive_configs: Store<Secret>,
+}
+
+pub struct Executor {
+    client: Client,
+    namespace: String,
+    stores: ConfigStores,
+}
+
+impl Executor {
+    pub fn new(client: Client, namespace: impl Into<String>, stores: ConfigStores) -> Self {
+        Executor { client, namespace: namespace.into(), stores }
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    pub async fn perform(&self, action: &Action) -> Result<(), Failure> {
+        let post = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let patch = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        match &action.operation {
+            Operation::CreateDogu { object } => {
+                let api = self.api::<Dogu>();
+                match api.create(&post, object).await {
+                    Err(e) if is_already_exists(&e) => {
+                        let name = object.metadata.name.as_deref().unwrap_or_default();
+                        let existing = api.get(name).await.map_err(|e| failure(&e))?;
+                        if existing.spec.name == object.spec.name && existing.spec.version == object.spec.version {
+                            Ok(())
+                        } else {
+                            Err(Failure::new(FailureKind::Conflict, format!("dogus/{name} already exists and differs")))
+                        }
+                    }
+                    other => other.map(drop).map_err(|e| failure(&e)),
+                }
+            }
+            Operation::PatchDogu { name, patch: body } => {
+                self.api::<Dogu>().patch(name, &patch, &Patch::Merge(body)).await.map(drop).map_err(|e| failure(&e))
+            }
+            Operation::DeleteDogu { name } => {
+                tolerate_not_found(self.api::<Dogu>().delete(name, &DeleteParams::default()).await)
+            }
+            Operation::CreateComponent { object } => {
+                let api = self.api::<Component>();
+                match api.create(&post, object).await {
+                    Err(e) if is_already_exists(&e) => {
+                        let name = object.metadata.name.as_deref().unwrap_or_default();
+                        let existing = api.get(name).await.map_err(|e| failure(&e))?;
+                        if existing.spec.namespace == object.spec.namespace
+                            && existing.spec.version == object.spec.version
+                        {
+                            Ok(())
+                        } else {
+                            Err(Failure::new(
+                                FailureKind::Conflict,
+                                format!("components/{name} already exists and differs"),
+                            ))
+                        }
+                    }
+                    other => other.map(drop).map_err(|e| failure(&e)),
+                }
+            }
+            Operation::PatchComponent { name, patch: body } => self
+                .api::<Component>()
+                .patch(name, &patch, &Patch::Merge(body))
+                .await
+                .map(drop)
+                .map_err(|e| failure(&e)),
+            Operation::DeleteComponent { name } => {
+                tolerate_not_found(self.api::<Component>().delete(name, &DeleteParams::default()).await)
+            }
+            Operation::WriteConfig { target, base, set, remove } => self.write_config(target, base, set, remove).await,
+        }
+    }
+
+    async fn write_config(
+        &self,
+        target: &ConfigTarget,
+        base: &ObjectBase,
+        set: &[blueprint_machine::decision::ConfigSet],
+        remove: &[String],
+    ) -> Result<(), Failure> {
+        let name = target.object_name();
+        let sensitive = matches!(target, ConfigTarget::Sensitive(_));
+        // The content the decision was based on, from the cache it was observed in.
+        let (mut entries, resource_version) = match base {
+            ObjectBase::Absent => (BTreeMap::new(), None),
+            ObjectBase::Version(version) => {
+                let (text, cached_version) = if sensitive {
+                    let secret = self.stores.sensitive_configs.get(&ObjectRef::new(&name).within(&self.namespace));
+                    let text = secret.as_ref().and_then(|s| s.data.as_ref()?.get(DATA_KEY).cloned());
+                    (
+                        text.map(|b| String::from_utf8_lossy(&b.0).into_owned()),
+                        secret.and_then(|s| s.metadata.resource_version.clone()),
+                    )
+                } else {
+                    let map = self.stores.config_maps.get(&ObjectRef::new(&name).within(&self.namespace));
+                    let text = map.as_ref().and_then(|m| m.data.as_ref()?.get(DATA_KEY).cloned());
+                    (text, map.and_then(|m| m.metadata.resource_version.clone()))
+                };
+                if cached_version.as_deref() != Some(version.as_str()) {
+                    return Err(Failure::new(
+                        FailureKind::Conflict,
+                        format!("{} changed since it was observed", target.object()),
+                    ));
+                }
+                let entries = registry_config::parse(text.as_deref().unwrap_or("")).map_err(|e| {
+                    let message =
+                        if sensitive { "config.yaml is not in the registry format".to_owned() } else { e.to_string() };
+                    Failure::new(FailureKind::Rejected, message)
+                })?;
+                (entries, Some(version.clone()))
+            }
+        };
+        let mut values = Vec::with_capacity(set.len());
+        for entry in set {
+            let value = match &entry.value {
+                ConfigValue::Value(value) => value.clone(),
+                ConfigValue::SecretRef(reference) => self.secret_value(&reference.name, &reference.key).await?,
+            };
+            values.push((entry.key.as_str(), value));
+        }
+        registry_config::apply(&mut entries, values, remove.iter().map(String::as_str))
+            .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
+        let text = registry_config::render(&entries);
+
+        let labels = config_labels(target);
+        let patch_params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let post = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let result = if sensitive {
+            let api = self.api::<Secret>();
+            match resource_version {
+                None => {
+                    let secret = Secret {
+                        metadata: ObjectMeta { name: Some(name.clone()), labels: Some(labels), ..Default::default() },
+                        data: Some([(DATA_KEY.to_owned(), ByteString(text.into_bytes()))].into()),
+                        type_: Some("Opaque".into()),
+                        ..Default::default()
+                    };
+                    api.create(&post, &secret).await.map(drop)
+                }
+                Some(version) => {
+                    let body = json!({
+                        "metadata": {"resourceVersion": version},
+                        "data": {DATA_KEY: ByteString(text.into_bytes())},
+                    });
+                    api.patch(&name, &patch_params, &Patch::Merge(&body)).await.map(drop)
+                }
+            }
+        } else {
+            let api = self.api::<ConfigMap>();
+            match resource_version {
+                None => {
+                    let map = ConfigMap {
+                        metadata: ObjectMeta { name: Some(name.clone()), labels: Some(labels), ..Default::default() },
+                        data: Some([(DATA_KEY.to_owned(), text)].into()),
+                        ..Default::default()
+                    };
+                    api.create(&post, &map).await.map(drop)
+                }
+                Some(version) => {
+                    let body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: text}});
+                    api.patch(&name, &patch_params, &Patch::Merge(&body)).await.map(drop)
+                }
+            }
+        };
+        result.map_err(|e| {
+            let mut failure = failure(&e);
+            if sensitive {
+                // The API server's message may quote what was sent; keep only what kind of failure it was.
+                failure.message = format!("writing {} failed ({:?})", target.object(), failure.kind);
+            }
+            failure
+        })
+    }
+
+    /// The value of a referenced Secret key, read now.
+    async fn secret_value(&self, name: &str, key: &str) -> Result<String, Failure> {
+        let secret = self.api::<Secret>().get_opt(name).await.map_err(|e| failure(&e))?;
+        let secret = secret.ok_or_else(|| {
+            Failure::new(FailureKind::NotFound, format!("referenced secret \"{name}\" does not exist"))
+        })?;
+        let value = secret.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| {
+            Failure::new(FailureKind::NotFound, format!("referenced key \"{key}\" in secret \"{name}\" does not exist"))
+        })?;
+        String::from_utf8(value.0.clone()).map_err(|_| {
+            Failure::new(
+                FailureKind::Rejected,
+                format!("referenced key \"{key}\" in secret \"{name}\" is not UTF-8 text"),
+            )
+        })
+    }
+}
+
+/// Labels of config objects in the registry format.
+fn config_labels(target: &ConfigTarget) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([("app".to_owned(), "ces".to_owned())]);
+    match target {
+        ConfigTarget::Global => {
+            labels.insert(TYPE_LABEL.to_owned(), "global-config".to_owned());
+        }
+        ConfigTarget::Dogu(dogu) => {
+            labels.insert(TYPE_LABEL.to_owned(), "dogu-config".to_owned());
+            labels.insert(DOGU_LABEL.to_owned(), dogu.clone());
+        }
+        ConfigTarget::Sensitive(dogu) => {
+            labels.insert(TYPE_LABEL.to_owned(), "sensitive-config".to_owned());
+            labels.insert(DOGU_LABEL.to_owned(), dogu.clone());
+        }
+    }
+    labels
+}
+
+fn tolerate_not_found(result: Result<impl Sized, kube::Error>) -> Result<(), Failure> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(failure(&e)),
+    }
+}
+
+fn is_already_exists(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "AlreadyExists")
+}
+
+/// How an API error is reported to the machine.
+pub fn failure(error: &kube::Error) -> Failure {
+    match error {
+        kube::Error::Api(status) => {
+            let kind = match status.code {
+                409 => FailureKind::Conflict,
+                404 => FailureKind::NotFound,
+                429 => FailureKind::Transient,
+                400..=499 => FailureKind::Rejected,
+                _ => FailureKind::Transient,
+            };
+            Failure::new(kind, format!("{} ({}): {}", status.reason, status.code, status.message))
+        }
+        other => Failure::new(FailureKind::Transient, other.to_string()),
+    }
+}

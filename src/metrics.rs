@@ -1,0 +1,159 @@
+//! Prometheus metrics of the operator (`/metrics`).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// The state the reconcile ended in (`Completed`, `ApplyingDogus`, ...), or `ApplyFailed`,
+    /// `StatusConflict`, `StatusFailed`.
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionLabels {
+    /// `createDogu`, `patchDogu`, `writeConfig`, ...
+    pub kind: String,
+    /// `ok`, `conflict`, `notFound`, `rejected`, `transient`
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`
+    pub verb: String,
+}
+
+/// Every metric of the operator, registered once.
+pub struct Metrics {
+    pub registry: Registry,
+    pub reconciles: Family<OutcomeLabels, Counter>,
+    pub reconcile_duration: Histogram,
+    pub actions: Family<ActionLabels, Counter>,
+    pub api_requests: Family<VerbLabels, Counter>,
+    pub objects_in_backoff: Gauge<i64, AtomicI64>,
+    pub status_writes: Counter,
+    pub events: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("blueprint_operator");
+        let reconciles = Family::<OutcomeLabels, Counter>::default();
+        registry.register("reconciles", "Reconciles by the state they ended in", reconciles.clone());
+        let reconcile_duration =
+            Histogram::new([0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0]);
+        registry.register("reconcile_duration_seconds", "Duration of one reconcile", reconcile_duration.clone());
+        let actions = Family::<ActionLabels, Counter>::default();
+        registry.register("actions", "Actions performed, by kind and result", actions.clone());
+        let api_requests = Family::<VerbLabels, Counter>::default();
+        registry.register("api_requests", "Requests to the Kubernetes API, by verb", api_requests.clone());
+        let objects_in_backoff = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "objects_in_backoff",
+            "Blueprints waiting in exponential backoff",
+            objects_in_backoff.clone(),
+        );
+        let status_writes = Counter::default();
+        registry.register("status_writes", "Blueprint status writes", status_writes.clone());
+        let events = Counter::default();
+        registry.register("events", "Kubernetes events published", events.clone());
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_duration,
+            actions,
+            api_requests,
+            objects_in_backoff,
+            status_writes,
+            events,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn shared() -> Arc<Self> {
+        Arc::new(Metrics::default())
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String succeeds");
+        text
+    }
+
+    /// Counts a request to the API server by its Kubernetes verb.
+    pub fn count_request<B>(&self, request: &http::Request<B>) {
+        self.api_requests.get_or_create(&VerbLabels { verb: verb(request).to_owned() }).inc();
+    }
+}
+
+/// The Kubernetes verb of a request (`GET` is `get`, `list` or `watch`).
+pub fn verb<B>(request: &http::Request<B>) -> &'static str {
+    match *request.method() {
+        http::Method::GET => {
+            let query = request.uri().query().unwrap_or("");
+            if query.split('&').any(|p| p == "watch=true" || p == "watch=1") {
+                "watch"
+            } else if is_collection(request.uri().path()) {
+                "list"
+            } else {
+                "get"
+            }
+        }
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE => "delete",
+        _ => "other",
+    }
+}
+
+/// `/api/v1/namespaces/ns/configmaps` is a collection, `/api/v1/namespaces/ns/configmaps/x` is not.
+fn is_collection(path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // api/v1/<resource> | api/v1/namespaces/<ns>/<resource> | apis/<g>/<v>/... likewise
+    let rest: &[&str] = match parts.first() {
+        Some(&"api") => parts.get(2..).unwrap_or_default(),
+        Some(&"apis") => parts.get(3..).unwrap_or_default(),
+        _ => return false,
+    };
+    matches!(rest, [_] | ["namespaces", _, _])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, uri: &str) -> http::Request<()> {
+        http::Request::builder().method(method).uri(uri).body(()).unwrap()
+    }
+
+    #[test]
+    fn verbs_follow_kubernetes() {
+        assert_eq!(verb(&request("GET", "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dces")), "list");
+        assert_eq!(verb(&request("GET", "/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=1")), "watch");
+        assert_eq!(verb(&request("GET", "/api/v1/namespaces/ns/secrets/s")), "get");
+        assert_eq!(verb(&request("GET", "/apis/k8s.cloudogu.com/v2/namespaces/ns/dogus")), "list");
+        assert_eq!(verb(&request("GET", "/apis/k8s.cloudogu.com/v2/namespaces/ns/dogus/ldap")), "get");
+        assert_eq!(verb(&request("PATCH", "/apis/k8s.cloudogu.com/v2/namespaces/ns/blueprints/b/status")), "patch");
+        assert_eq!(verb(&request("POST", "/apis/events.k8s.io/v1/namespaces/ns/events")), "create");
+    }
+
+    #[test]
+    fn the_registry_encodes() {
+        let metrics = Metrics::default();
+        metrics.count_request(&request("DELETE", "/api/v1/namespaces/ns/configmaps/x"));
+        let text = metrics.encode();
+        assert!(text.contains("blueprint_operator_api_requests_total{verb=\"delete\"} 1"), "{text}");
+        assert!(text.contains("blueprint_operator_reconcile_duration_seconds"), "{text}");
+    }
+}

@@ -1,0 +1,97 @@
+//! `blueprint-operator run`: the in-cluster operator.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use kube::client::ClientBuilder;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::config::{LEASE_NAME, Settings};
+use crate::controller::{self, Options};
+use crate::leader::Leadership;
+use crate::metrics::Metrics;
+use crate::{http, telemetry};
+
+/// A client whose every request is counted by verb in the metrics.
+pub fn client(config: kube::Config, metrics: Arc<Metrics>) -> Result<kube::Client, kube::Error> {
+    let counting = tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
+        metrics.count_request(&request);
+        request
+    });
+    Ok(ClientBuilder::try_from(config)?.with_layer(&counting).build())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn termination() {
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight reconciles"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: finishing in-flight reconciles"),
+    }
+}
+
+pub async fn run() -> Result<(), String> {
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    telemetry::init(&settings.log_level, settings.log_format);
+    tracing::info!(version = %settings.operator_version, namespace = %settings.namespace, "starting");
+
+    let metrics = Metrics::shared();
+    let config = kube::Config::infer().await.map_err(|e| format!("cannot configure the Kubernetes client: {e}"))?;
+    let client = client(config, metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+
+    let ready = Arc::new(AtomicBool::new(false));
+    let router = http::router(ready.clone(), metrics.clone());
+    let mut addresses = vec![settings.health_address];
+    if settings.metrics_address != settings.health_address {
+        addresses.push(settings.metrics_address);
+    }
+    for address in addresses {
+        let router = router.clone();
+        let listener =
+            tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::error!(%error, "the operations endpoint stopped");
+            }
+        });
+    }
+
+    let options = Options {
+        namespace: settings.namespace.clone(),
+        operator_version: settings.operator_version.clone(),
+        debounce: settings.debounce,
+        descriptors: None,
+    };
+    if !settings.leader_election {
+        controller::run_controller(client, options, metrics, ready, termination()).await;
+        return Ok(());
+    }
+
+    let mut leadership = Leadership::start(client.clone(), &settings.namespace, LEASE_NAME, &settings.identity)
+        .await
+        .map_err(|e| format!("cannot take part in leader election: {e}"))?;
+    tracing::info!(identity = %settings.identity, "waiting to lead");
+    let mut terminated = Box::pin(termination());
+    tokio::select! {
+        acquired = leadership.acquired() => if !acquired {
+            return Err("the leader election stopped".into());
+        },
+        _ = &mut terminated => return Ok(()),
+    }
+    tracing::info!("leading");
+    let lost = leadership.lost();
+    let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<bool>();
+    let stop = async move {
+        let lost_leadership = tokio::select! {
+            _ = terminated => false,
+            _ = lost => true,
+        };
+        let _ = stop_sender.send(lost_leadership);
+    };
+    controller::run_controller(client, options, metrics, ready, stop).await;
+    drop(leadership);
+    match stop_receiver.await {
+        Ok(true) => Err("lost the leader lease; stopping so that only the leader writes".into()),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,292 @@
+//! The exact requests one reconcile sends for each kind of action and for the status write, the error
+//! paths, and what the reconcile then returns.
+
+use std::time::Duration;
+
+use blueprint_machine::State;
+use blueprint_machine::decision::FailureKind;
+use blueprint_operator::controller::StatusWrite;
+use kube::runtime::controller::Action;
+use serde_json::{Value, json};
+
+use super::harness::*;
+use crate::support::{component_cr, dogu_cr};
+
+const DOGU_PATH: &str = "/apis/k8s.cloudogu.com/v2/namespaces/ecosystem/dogus";
+const COMPONENT_PATH: &str = "/apis/k8s.cloudogu.com/v1/namespaces/ecosystem/components";
+const STATUS_PATH: &str = "/apis/k8s.cloudogu.com/v2/namespaces/ecosystem/blueprints/test-blueprint/status";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ecosystem/events";
+const MERGE: &str = "application/merge-patch+json";
+
+fn lines(requests: &[Recorded]) -> Vec<String> {
+    requests.iter().map(Recorded::line).collect()
+}
+
+fn install_nexus() -> Harness {
+    Harness::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}")
+        .descriptor("official/nexus", "3.2.1-1")
+}
+
+#[tokio::test]
+async fn installing_a_dogu_posts_its_cr_then_writes_the_status_once_then_publishes_events() {
+    let harness = install_nexus();
+    let (outcome, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    let writes: Vec<String> = lines(&requests).into_iter().filter(|l| !l.starts_with("POST /apis/events")).collect();
+    assert_eq!(writes, [format!("POST {DOGU_PATH}"), format!("PATCH {STATUS_PATH}")]);
+
+    let create = &requests[0];
+    assert_eq!(create.content_type.as_deref(), Some("application/json"));
+    assert_eq!(create.query.get("fieldManager").map(String::as_str), Some("k8s-blueprint-operator"));
+    assert_eq!(create.body["metadata"]["name"], "nexus");
+    assert_eq!(
+        create.body["spec"],
+        json!({
+            "name": "official/nexus", "version": "3.2.1-1", "resources": {"minDataVolumeSize": "0"},
+            "supportMode": false, "pauseReconciliation": false,
+            "upgradeConfig": {"allowNamespaceSwitch": false, "forceUpgrade": false}
+        })
+    );
+
+    let status = &requests[1];
+    assert_eq!(status.content_type.as_deref(), Some(MERGE));
+    assert_eq!(status.body["metadata"], json!({"resourceVersion": "1"}), "conditional on the observed version");
+    assert_eq!(status.body["status"]["observedGeneration"], 1);
+    assert_eq!(status.body["status"]["stateDiff"]["doguDiffs"]["nexus"]["neededActions"], json!(["install"]));
+
+    let events: Vec<&str> =
+        requests.iter().filter(|r| r.path == EVENTS_PATH).map(|r| r.body["reason"].as_str().unwrap()).collect();
+    assert_eq!(events, ["EcosystemHealthy", "StateDiffDetermined", "SelfUpgradeCompleted", "DogusApplied"]);
+    let applied = requests.iter().find(|r| r.body["reason"] == "DogusApplied").unwrap();
+    assert_eq!(applied.body["note"], "dogus applied: \"nexus\": [install]");
+    assert_eq!(applied.body["type"], "Normal");
+    assert_eq!(applied.body["regarding"]["name"], "test-blueprint");
+    assert_eq!(applied.body["regarding"]["kind"], "Blueprint");
+
+    assert_eq!(outcome.status, StatusWrite::Written);
+    assert_eq!(outcome.performed, 1);
+    assert_eq!(outcome.events_published, 4);
+    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+}
+
+#[tokio::test]
+async fn an_upgrade_is_a_merge_patch_of_the_owned_fields() {
+    let harness = Harness::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.2-1}]}}")
+        .descriptor("official/nexus", "3.2.2-1")
+        .dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    let (_, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    let patch = &requests[0];
+    assert_eq!(patch.line(), format!("PATCH {DOGU_PATH}/nexus"));
+    assert_eq!(patch.content_type.as_deref(), Some(MERGE));
+    assert_eq!(patch.body, json!({"spec": {"version": "3.2.2-1"}}));
+}
+
+#[tokio::test]
+async fn an_uninstall_deletes_and_tolerates_not_found() {
+    let harness = Harness::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, absent: true}]}}")
+        .dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(
+            move |r| if r.method == "DELETE" { (404, not_found()) } else { default_answer(&blueprint, r) },
+        ))
+        .await;
+    assert_eq!(requests[0].line(), format!("DELETE {DOGU_PATH}/nexus"));
+    assert_eq!(outcome.failure, None, "an object that is already gone is deleted");
+    assert_eq!(outcome.decision.unwrap().state, State::ApplyingDogus);
+}
+
+#[tokio::test]
+async fn components_are_created_patched_and_deleted() {
+    let harness = Harness::new(
+        "{displayName: x, blueprint: {components: [
+            {name: k8s/new, version: 1.0.0, deployConfig: {deployNamespace: longhorn-system, overwriteConfig: {a: {b: 1}}}},
+            {name: k8s/old, version: 2.0.0}, {name: k8s/gone, absent: true}]}}",
+    )
+    .component(component_cr("k8s/old", "1.0.0"))
+    .component(component_cr("k8s/gone", "1.0.0"));
+    let (_, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    let writes: Vec<String> =
+        lines(&requests).into_iter().filter(|l| !l.contains("/events") && !l.ends_with("/status")).collect();
+    assert_eq!(
+        writes,
+        [
+            format!("DELETE {COMPONENT_PATH}/gone"),
+            format!("POST {COMPONENT_PATH}"),
+            format!("PATCH {COMPONENT_PATH}/old")
+        ]
+    );
+    let create = requests.iter().find(|r| r.method == "POST" && r.path == COMPONENT_PATH).unwrap();
+    assert_eq!(
+        create.body["spec"],
+        json!({
+            "namespace": "k8s", "name": "new", "version": "1.0.0", "deployNamespace": "longhorn-system", "valuesYamlOverwrite": "a:\n  b: 1\n"
+        })
+    );
+    assert_eq!(create.body["metadata"]["labels"]["k8s.cloudogu.com/component.version"], "1.0.0");
+    let patch = requests.iter().find(|r| r.method == "PATCH" && r.path.ends_with("/old")).unwrap();
+    assert_eq!(patch.body, json!({"spec": {"version": "2.0.0"}}));
+}
+
+#[tokio::test]
+async fn config_writes_are_conditional_on_the_observed_version_or_create() {
+    let harness = Harness::new(
+        "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}],
+            config: {global: [{key: fqdn, value: ces.example.com}], dogus: {nexus: [{key: logging/root, value: WARN}]}}}}",
+    )
+    .descriptor("official/nexus", "3.2.1-1")
+    .dogu(dogu_cr("official/nexus", "3.2.1-1"))
+    .config(config_map("global-config", "global-config", None, [("config.yaml", "fqdn: old.example.com\nkeep: this\n")], "17"));
+    let (outcome, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    let create = &requests[0];
+    assert_eq!(create.line(), "POST /api/v1/namespaces/ecosystem/configmaps");
+    assert_eq!(create.body["metadata"]["name"], "nexus-config");
+    assert_eq!(
+        create.body["metadata"]["labels"],
+        json!({"app": "ces", "k8s.cloudogu.com/type": "dogu-config", "dogu.name": "nexus"})
+    );
+    assert_eq!(create.body["data"]["config.yaml"], "logging:\n  root: WARN\n");
+    let patch = &requests[1];
+    assert_eq!(patch.line(), "PATCH /api/v1/namespaces/ecosystem/configmaps/global-config");
+    assert_eq!(patch.content_type.as_deref(), Some(MERGE));
+    assert_eq!(
+        patch.body,
+        json!({"metadata": {"resourceVersion": "17"}, "data": {"config.yaml": "fqdn: ces.example.com\nkeep: this\n"}})
+    );
+    assert_eq!(outcome.failure, None);
+}
+
+#[tokio::test]
+async fn a_config_write_conflict_requeues_after_one_second_without_reporting_a_failure() {
+    let harness = Harness::new("{displayName: x, blueprint: {config: {global: [{key: fqdn, value: new}]}}}")
+        .config(config_map("global-config", "global-config", None, [("config.yaml", "fqdn: old\n")], "17"));
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(move |r| {
+            if r.path.ends_with("/global-config") {
+                (409, status(409, "Conflict"))
+            } else {
+                default_answer(&blueprint, r)
+            }
+        }))
+        .await;
+    assert_eq!(outcome.failure.as_ref().unwrap().kind, FailureKind::Conflict);
+    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+    let status = requests.iter().find(|r| r.path == STATUS_PATH).unwrap();
+    let conditions = status.body["status"]["conditions"].as_array().unwrap();
+    let last_apply = conditions.iter().find(|c| c["type"] == "LastApplySucceeded").unwrap();
+    assert_eq!(last_apply["status"], "Unknown", "a conflict is not a failed apply");
+    assert!(!requests.iter().any(|r| r.body["reason"] == "EcosystemConfigApplied"), "the stage was not applied");
+}
+
+fn failing(code: u16, reason: &'static str) -> impl Fn(&Blueprint) -> Responder {
+    move |blueprint: &Blueprint| {
+        let blueprint = blueprint.clone();
+        Box::new(move |r: &Recorded| {
+            if r.path.starts_with(DOGU_PATH) { (code, status(code, reason)) } else { default_answer(&blueprint, r) }
+        })
+    }
+}
+
+use blueprint_machine::api::Blueprint;
+
+#[tokio::test]
+async fn api_errors_of_actions_map_to_conditions_and_requeues() {
+    // 404 on a patch (the dogu vanished): DoguApplyFailure, retry after 10 s.
+    let upgrade = || {
+        Harness::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.2-1}]}}")
+            .descriptor("official/nexus", "3.2.2-1")
+            .dogu(dogu_cr("official/nexus", "3.2.1-1"))
+    };
+    let harness = upgrade();
+    let (outcome, requests) = harness.reconcile(failing(404, "NotFound")(&harness.blueprint)).await;
+    assert_eq!(outcome.failure.as_ref().unwrap().kind, FailureKind::NotFound);
+    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(10)));
+    let status = requests.iter().find(|r| r.path == STATUS_PATH).unwrap();
+    let last_apply = status.body["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "LastApplySucceeded")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last_apply["status"].as_str(), last_apply["reason"].as_str()),
+        (Some("False"), Some("DoguApplyFailure"))
+    );
+    assert!(requests.iter().any(|r| r.body["reason"] == "ExecutionFailed" && r.body["type"] == "Warning"));
+
+    // 422 (rejected) and 500 (transient): exponential backoff starting at about 1 s.
+    for (code, reason) in [(422, "Invalid"), (500, "InternalError")] {
+        let harness = upgrade();
+        let (outcome, _) = harness.reconcile(failing(code, reason)(&harness.blueprint)).await;
+        let kind = outcome.failure.as_ref().unwrap().kind;
+        assert_eq!(kind, if code == 422 { FailureKind::Rejected } else { FailureKind::Transient });
+        let debug = format!("{:?}", outcome.requeue);
+        assert!(debug.contains("requeue_after: Some("), "{debug}");
+        assert_ne!(outcome.requeue, Action::requeue(Duration::from_secs(10)));
+        assert_ne!(outcome.requeue, Action::await_change());
+    }
+}
+
+#[tokio::test]
+async fn a_transport_failure_is_transient_and_backs_off() {
+    let harness = install_nexus();
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(move |r| {
+            if r.method == "POST" && r.path == DOGU_PATH { (0, Value::Null) } else { default_answer(&blueprint, r) }
+        }))
+        .await;
+    let failure = outcome.failure.unwrap();
+    assert_eq!(failure.kind, FailureKind::Transient);
+    assert!(failure.message.contains("connection reset"), "{}", failure.message);
+    assert!(requests.iter().any(|r| r.path == STATUS_PATH), "the failure is reported in the status");
+    assert_ne!(outcome.requeue, Action::await_change());
+    assert_ne!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+}
+
+#[tokio::test]
+async fn a_status_write_conflict_publishes_no_events_and_retries_after_one_second() {
+    let harness = install_nexus();
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(move |r| {
+            if r.path == STATUS_PATH { (409, status(409, "Conflict")) } else { default_answer(&blueprint, r) }
+        }))
+        .await;
+    assert_eq!(outcome.status, StatusWrite::Conflict);
+    assert!(
+        !requests.iter().any(|r| r.path == EVENTS_PATH),
+        "events of a decision whose status was not written are not published"
+    );
+    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+}
+
+#[tokio::test]
+async fn a_failed_status_write_backs_off() {
+    let harness = install_nexus();
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(move |r| {
+            if r.path == STATUS_PATH { (500, status(500, "InternalError")) } else { default_answer(&blueprint, r) }
+        }))
+        .await;
+    assert!(matches!(outcome.status, StatusWrite::Failed { .. }));
+    assert!(!requests.iter().any(|r| r.path == EVENTS_PATH));
+    assert_ne!(outcome.requeue, Action::await_change());
+}
+
+#[tokio::test]
+async fn a_reconcile_with_nothing_to_do_sends_no_request_at_all() {
+    let harness = install_nexus().dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    // First reconcile: completes, writes the status.
+    let (first, _) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    assert_eq!(first.decision.as_ref().unwrap().state, State::Completed);
+    // The stored status is now the decided one: the next reconcile reads nothing and writes nothing.
+    let mut settled = install_nexus().dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    settled.blueprint.status = first.decision.unwrap().status;
+    let (outcome, requests) = settled.reconcile(healthy(settled.blueprint.clone())).await;
+    assert_eq!(lines(&requests), Vec::<String>::new());
+    assert_eq!(outcome.status, StatusWrite::Unchanged);
+    assert_eq!(outcome.requeue, Action::await_change());
+}
