@@ -48,8 +48,7 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("blueprint_operator");
         let reconciles = Family::<OutcomeLabels, Counter>::default();
         registry.register("reconciles", "Reconciles by the state they ended in", reconciles.clone());
-        let reconcile_duration =
-            Histogram::new([0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0]);
+        let reconcile_duration = Histogram::new([0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0]);
         registry.register("reconcile_duration_seconds", "Duration of one reconcile", reconcile_duration.clone());
         let actions = Family::<ActionLabels, Counter>::default();
         registry.register("actions", "Actions performed, by kind and result", actions.clone());

@@ -11,7 +11,8 @@ pub fn init(level: &str, format: LogFormat) {
         Ok(filter) => (filter, false),
         Err(_) => (EnvFilter::new("info"), true),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).init(),
