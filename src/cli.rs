@@ -51,6 +51,27 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: Format,
     },
+    /// The whole operator against an embedded API server with simulated dogu and component operators:
+    /// applies a blueprint and shows its progress until it is completed.
+    ///
+    /// Exit code 0: completed; 1: blocked (invalid, not executable) or timed out.
+    Sandbox {
+        /// The Blueprint to apply; default: examples/fresh-install/blueprint.yaml (built in).
+        #[arg(short = 'f', long = "file")]
+        blueprint: Option<PathBuf>,
+        /// Objects to seed the cluster with; default: a fresh ecosystem (built in).
+        #[arg(long)]
+        cluster: Option<PathBuf>,
+        /// Dogu descriptors (DIR/<namespace>/<name>/<version>.json); default: the examples' (built in).
+        #[arg(long)]
+        descriptors: Option<PathBuf>,
+        /// Keep serving the API on this address after the blueprint completed (for kubectl).
+        #[arg(long)]
+        serve: Option<std::net::SocketAddr>,
+        /// Give up after this long (500ms, 30s, 2m).
+        #[arg(long, default_value = "60s", value_parser = crate::config::parse_duration)]
+        timeout: std::time::Duration,
+    },
     /// Print a CRD manifest.
     Crd {
         #[arg(value_enum, default_value = "blueprint")]
@@ -66,6 +87,18 @@ pub fn main() -> ExitCode {
                 tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
             match runtime.block_on(crate::run::run()) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Sandbox { blueprint, cluster, descriptors, serve, timeout } => {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
+            let args = crate::sandbox::command::SandboxArgs { blueprint, cluster, descriptors, serve, timeout };
+            match runtime.block_on(crate::sandbox::command::run(args)) {
+                Ok(code) => ExitCode::from(code as u8),
                 Err(message) => {
                     eprintln!("error: {message}");
                     ExitCode::from(1)

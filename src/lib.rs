@@ -15,5 +15,6 @@ pub mod observe;
 pub mod plan;
 pub mod publish;
 pub mod run;
+pub mod sandbox;
 pub mod status;
 pub mod telemetry;

@@ -61,6 +61,7 @@ pub async fn run() -> Result<(), String> {
         operator_version: settings.operator_version.clone(),
         debounce: settings.debounce,
         descriptors: None,
+        clock: None,
     };
     if !settings.leader_election {
         controller::run_controller(client, options, metrics, ready, termination()).await;

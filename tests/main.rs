@@ -4,5 +4,6 @@ mod acceptance;
 mod crd;
 mod plan_cli;
 mod properties;
+mod sandbox;
 mod shell;
 mod support;

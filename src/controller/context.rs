@@ -53,7 +53,7 @@ pub struct Context {
     pub descriptors: Arc<dyn DescriptorSource>,
     pub digester: Digester,
     pub secrets: SecretDigests,
-    pub recorder: Recorder,
+    reporter: Reporter,
     pub metrics: Arc<Metrics>,
     pub backoff: BackoffTracker,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
@@ -111,7 +111,7 @@ impl Context {
         let reporter =
             Reporter { controller: "k8s-blueprint-operator".into(), instance: std::env::var("POD_NAME").ok() };
         Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            reporter,
             client,
             namespace,
             operator_version,
@@ -291,7 +291,10 @@ impl Context {
         if matches!(status_write, StatusWrite::Unchanged | StatusWrite::Written)
             && let Some(blueprint) = blueprint.as_deref()
         {
-            events_published = publish::publish(&self.recorder, blueprint, &decision.events).await;
+            // A recorder per reconcile: kube-runtime's recorder folds events of the same reason into one
+            // series and keeps the first note; ours are already one per transition, each with its own note.
+            let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+            events_published = publish::publish(&recorder, blueprint, &decision.events).await;
             self.metrics.events.inc_by(events_published as u64);
         }
 

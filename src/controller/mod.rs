@@ -36,6 +36,8 @@ pub struct Options {
     pub debounce: Duration,
     /// Where descriptors come from; default: the local dogu registry ConfigMaps.
     pub descriptors: Option<Arc<dyn DescriptorSource>>,
+    /// The clock of observations; default: the wall clock.
+    pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
 
 type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;

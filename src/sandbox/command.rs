@@ -1,0 +1,269 @@
+//! `blueprint-operator sandbox`: the whole operator on the embedded API server, with progress and a
+//! summary.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use blueprint_machine::api::Blueprint;
+
+use super::ecosystem::Behaviour;
+use super::seed;
+use super::session::{Sandbox, SandboxOptions};
+use crate::plan::input;
+
+pub struct SandboxArgs {
+    pub blueprint: Option<PathBuf>,
+    pub cluster: Option<PathBuf>,
+    pub descriptors: Option<PathBuf>,
+    pub serve: Option<SocketAddr>,
+    pub timeout: Duration,
+}
+
+/// How the run ended.
+enum End {
+    Completed,
+    Blocked(String),
+    TimedOut(String),
+}
+
+pub async fn run(args: SandboxArgs) -> Result<i32, String> {
+    let blueprint: Blueprint = match &args.blueprint {
+        Some(path) => input::read_blueprint(path).map_err(|e| e.to_string())?,
+        None => serde_saphyr::from_str(seed::DEFAULT_BLUEPRINT).map_err(|e| e.to_string())?,
+    };
+    let cluster = match &args.cluster {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the file: {e}", path.display()))?;
+            seed::objects(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => seed::objects(seed::DEFAULT_CLUSTER)?,
+    };
+    let descriptors = match &args.descriptors {
+        Some(dir) => seed::read_descriptors(dir)?,
+        None => seed::builtin_descriptors(),
+    };
+    let name = blueprint.metadata.name.clone().ok_or("the blueprint has no metadata.name")?;
+    let behaviour = Behaviour {
+        install: Duration::from_millis(1500),
+        upgrade: Duration::from_millis(1000),
+        restart: Duration::from_millis(500),
+        ..Behaviour::default()
+    };
+    let options = SandboxOptions { behaviour, debounce: Duration::from_millis(200), ..SandboxOptions::default() };
+    let version = options.operator_version.clone();
+    let serve = args.serve.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let mut sandbox =
+        Sandbox::start(options, Some(serve)).await.map_err(|e| format!("cannot serve on {serve}: {e}"))?;
+    let address = match sandbox.transport() {
+        super::session::Transport::Http(address) => address,
+        super::session::Transport::InProcess => serve,
+    };
+    seed::cluster(&sandbox.emulator, &sandbox.namespace, &cluster)?;
+    seed::registry(&sandbox.emulator, &sandbox.namespace, &descriptors).map_err(|e| e.message)?;
+    println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace);
+    println!("sandbox: {} objects seeded, {} dogu descriptors in the local registry", cluster.len(), descriptors.len());
+    sandbox.start_controller(&version);
+    println!("sandbox: operator {version} started (the controller of `run`, over HTTP)");
+
+    let started = Instant::now();
+    sandbox.apply_blueprint(&blueprint).map_err(|e| format!("cannot apply the blueprint: {}", e.message))?;
+    let generation = sandbox.blueprint(&name).and_then(|b| b.metadata.generation).unwrap_or(1);
+    println!("[{:6.1}s] applied Blueprint {name:?} (generation {generation})", 0.0);
+
+    let end = follow(&mut sandbox, &name, args.timeout, started).await;
+    let elapsed = started.elapsed();
+    summary(&sandbox, elapsed);
+    let code = match end {
+        End::Completed => {
+            println!("result: Completed=True after {:.1}s", elapsed.as_secs_f64());
+            0
+        }
+        End::Blocked(reason) => {
+            println!("result: the blueprint cannot be applied: {reason}");
+            1
+        }
+        End::TimedOut(state) => {
+            println!("result: not completed within {:?}; last state: {state}", args.timeout);
+            1
+        }
+    };
+    if args.serve.is_some() {
+        println!("\nThe sandbox keeps running. Try:");
+        println!("  kubectl --server http://{address} -n {} get bp,dogus,components", sandbox.namespace);
+        println!("  kubectl --server http://{address} -n {} describe bp {name}", sandbox.namespace);
+        println!("  kubectl --server http://{address} apply -f examples/upgrade/blueprint.yaml   # edit the blueprint");
+        println!("Stop with Ctrl-C.");
+        let mut seen = BTreeMap::new();
+        let mut events_seen = sandbox.events().len();
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                    sandbox.follow_rollouts().await;
+                    report(&sandbox, &name, &mut seen, &mut events_seen, started);
+                }
+            }
+        }
+    }
+    sandbox.shutdown().await;
+    Ok(code)
+}
+
+/// Prints condition changes and events until the Blueprint completes, is blocked, or time runs out.
+async fn follow(sandbox: &mut Sandbox, name: &str, timeout: Duration, started: Instant) -> End {
+    let tty = std::io::stdout().is_terminal();
+    let spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+    let mut events_seen = 0;
+    let mut tick = 0usize;
+    let mut last_note = Instant::now();
+    let mut blocked_since: Option<Instant> = None;
+    loop {
+        sandbox.follow_rollouts().await;
+        let changed = report(sandbox, name, &mut seen, &mut events_seen, started);
+        let blueprint = sandbox.blueprint(name);
+        let state = describe(blueprint.as_ref());
+        if blueprint.as_ref().is_some_and(is_completed) {
+            if tty {
+                print!("\r\x1b[K");
+            }
+            return End::Completed;
+        }
+        // Invalid or not executable: nothing will change without a new spec.
+        let blocked = blueprint.as_ref().and_then(blocked_reason);
+        match (&blocked, blocked_since) {
+            (Some(reason), Some(since)) if since.elapsed() > Duration::from_secs(3) => {
+                if tty {
+                    print!("\r\x1b[K");
+                }
+                return End::Blocked(reason.clone());
+            }
+            (Some(_), None) => blocked_since = Some(Instant::now()),
+            (None, _) => blocked_since = None,
+            _ => {}
+        }
+        if started.elapsed() > timeout {
+            if tty {
+                print!("\r\x1b[K");
+            }
+            return End::TimedOut(state);
+        }
+        if tty {
+            tick += 1;
+            print!("\r\x1b[K  {} {state}", spinner[tick % spinner.len()]);
+            let _ = std::io::stdout().flush();
+        } else if changed {
+            last_note = Instant::now();
+        } else if last_note.elapsed() > Duration::from_secs(5) {
+            println!("[{:6.1}s] … {state}", started.elapsed().as_secs_f64());
+            last_note = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Prints what changed since the last call; returns whether anything did.
+fn report(
+    sandbox: &Sandbox,
+    name: &str,
+    seen: &mut BTreeMap<String, (String, String, String)>,
+    events_seen: &mut usize,
+    started: Instant,
+) -> bool {
+    let at = started.elapsed().as_secs_f64();
+    let tty = std::io::stdout().is_terminal();
+    let clear = if tty { "\r\x1b[K" } else { "" };
+    let mut changed = false;
+    if let Some(status) = sandbox.blueprint(name).and_then(|b| b.status) {
+        for condition in &status.conditions {
+            let now = (condition.status.clone(), condition.reason.clone(), condition.message.clone());
+            if seen.get(&condition.type_) != Some(&now) {
+                let message = condition.message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+                let message = if message.is_empty() { String::new() } else { format!(": {message}") };
+                println!("{clear}[{at:6.1}s] {}={} ({}){message}", condition.type_, condition.status, condition.reason);
+                seen.insert(condition.type_.clone(), now);
+                changed = true;
+            }
+        }
+    }
+    let events = sandbox.events();
+    for (reason, note) in events.iter().skip(*events_seen) {
+        let note = note.lines().collect::<Vec<_>>().join(" ");
+        println!("{clear}[{at:6.1}s]   event {reason}: {note}");
+        changed = true;
+    }
+    *events_seen = events.len();
+    changed
+}
+
+fn condition<'b>(
+    blueprint: &'b Blueprint,
+    type_: &str,
+) -> Option<&'b k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    blueprint.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
+}
+
+fn is_completed(blueprint: &Blueprint) -> bool {
+    let current = blueprint.status.as_ref().is_some_and(|s| s.observed_generation == blueprint.metadata.generation);
+    current && condition(blueprint, "Completed").is_some_and(|c| c.status == "True")
+}
+
+fn blocked_reason(blueprint: &Blueprint) -> Option<String> {
+    for type_ in ["Valid", "Executable"] {
+        if let Some(c) = condition(blueprint, type_).filter(|c| c.status == "False") {
+            return Some(format!("{type_}=False ({}): {}", c.reason, c.message));
+        }
+    }
+    None
+}
+
+fn describe(blueprint: Option<&Blueprint>) -> String {
+    let Some(blueprint) = blueprint else { return "waiting for the blueprint".into() };
+    let pending = |t: &str| condition(blueprint, t).filter(|c| c.status != "True");
+    if let Some(c) = pending("EcosystemHealthy").filter(|c| c.status == "False") {
+        return format!(
+            "waiting for a healthy ecosystem ({})",
+            c.message.lines().skip(1).map(str::trim).collect::<Vec<_>>().join("; ")
+        );
+    }
+    if let Some(c) = pending("SelfUpgradeCompleted").filter(|c| c.status == "False") {
+        return format!("waiting for the operator's self-upgrade {}", c.message);
+    }
+    match pending("Completed") {
+        Some(c) if !c.message.is_empty() => format!("applying: {}", c.message),
+        _ => "reconciling".into(),
+    }
+}
+
+/// Reconciles, API requests by verb, writes, events and the time to converge.
+fn summary(sandbox: &Sandbox, elapsed: Duration) {
+    let text = sandbox.metrics.encode();
+    let value = |prefix: &str| -> f64 {
+        text.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
+    };
+    let mut verbs: BTreeMap<String, f64> = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("blueprint_operator_api_requests_total{")) {
+        if let (Some(verb), Some(count)) =
+            (line.split('"').nth(1), line.rsplit(' ').next().and_then(|c| c.parse::<f64>().ok()))
+        {
+            verbs.insert(verb.to_owned(), count);
+        }
+    }
+    let writes: f64 =
+        ["create", "update", "patch", "delete"].iter().map(|v| verbs.get(*v).copied().unwrap_or(0.0)).sum();
+    println!("\nsummary (the operator's own requests):");
+    println!("  reconciles:         {}", value("blueprint_operator_reconciles_total"));
+    println!("  API requests:       {}", verbs.iter().map(|(v, n)| format!("{v} {n}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "  writes:             {writes} (status writes: {}, events: {})",
+        value("blueprint_operator_status_writes_total"),
+        value("blueprint_operator_events_total")
+    );
+    println!("  actions:            {}", value("blueprint_operator_actions_total"));
+    println!("  operator versions:  {}", sandbox.rollouts.join(" → "));
+    println!("  time to converge:   {:.1}s", elapsed.as_secs_f64());
+}

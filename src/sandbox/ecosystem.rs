@@ -1,0 +1,305 @@
+//! Simulated dogu and component operators: they act on Dogu and Component CRs through the API like the
+//! real ones do. A new or upgraded dogu becomes `available` with `status.installedVersion` set after a
+//! delay; a dogu whose config changed after it started restarts (`status.startedAt` moves); paused
+//! dogus (`spec.pauseReconciliation`) are neither upgraded nor restarted; deleting a Dogu CR removes its
+//! config objects. Failures can be injected: a dogu that never becomes healthy, an install that fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use blueprint_machine::api::{Component, Dogu};
+
+use crate::observe::{ConfigKind, config_kind, last_updated};
+
+#[derive(Clone, Debug)]
+pub struct Behaviour {
+    /// From a Dogu or Component CR's creation to installed and healthy.
+    pub install: Duration,
+    /// From a version change to the new version running.
+    pub upgrade: Duration,
+    /// From a config change to the restarted dogu.
+    pub restart: Duration,
+    /// Dogus that never become healthy.
+    pub never_healthy: BTreeSet<String>,
+    /// Dogus and components whose installation fails.
+    pub failing_installs: BTreeSet<String>,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            install: Duration::from_secs(3),
+            upgrade: Duration::from_secs(2),
+            restart: Duration::from_secs(1),
+            never_healthy: BTreeSet::new(),
+            failing_installs: BTreeSet::new(),
+        }
+    }
+}
+
+/// What an object is waiting for, and since when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Work {
+    Install { version: String },
+    Restart,
+}
+
+/// Runs both simulated operators until the task is dropped. `installed` is told the versions the
+/// component operator installs (`name`, `version`), so that the sandbox can roll out a new operator.
+pub async fn run(
+    client: Client,
+    namespace: String,
+    behaviour: Behaviour,
+    clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    installed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+) {
+    let wake = Arc::new(Notify::new());
+    let dogus = reflect::<Dogu>(&client, &namespace, watcher::Config::default(), wake.clone());
+    let components = reflect::<Component>(&client, &namespace, watcher::Config::default(), wake.clone());
+    let configs = reflect::<ConfigMap>(&client, &namespace, watcher::Config::default().labels("app=ces"), wake.clone());
+    let secrets = reflect::<Secret>(
+        &client,
+        &namespace,
+        watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
+        wake.clone(),
+    );
+    let dogu_api = Api::<Dogu>::namespaced(client.clone(), &namespace);
+    let component_api = Api::<Component>::namespaced(client.clone(), &namespace);
+    let config_api = Api::<ConfigMap>::namespaced(client.clone(), &namespace);
+    let secret_api = Api::<Secret>::namespaced(client.clone(), &namespace);
+    let params = PatchParams::default();
+    let now = || Time(Timestamp::from_second((clock)().as_second()).unwrap_or_else(|_| (clock)()));
+
+    let mut dogu_work: BTreeMap<String, (Work, Instant)> = BTreeMap::new();
+    let mut component_work: BTreeMap<String, (String, Instant)> = BTreeMap::new();
+    let mut known_dogus: BTreeSet<String> = BTreeSet::new();
+    loop {
+        // Dogus.
+        let current: BTreeMap<String, Arc<Dogu>> = dogus.state().into_iter().map(|d| (d.name_any(), d)).collect();
+        for gone in known_dogus.difference(&current.keys().cloned().collect()).cloned().collect::<Vec<_>>() {
+            // The dogu operator removes a deleted dogu's config.
+            let _ = config_api.delete(&format!("{gone}-config"), &DeleteParams::default()).await;
+            let _ = secret_api.delete(&format!("{gone}-config"), &DeleteParams::default()).await;
+            dogu_work.remove(&gone);
+        }
+        known_dogus = current.keys().cloned().collect();
+        for (name, dogu) in &current {
+            let status = dogu.status.clone().unwrap_or_default();
+            let paused = dogu.spec.pause_reconciliation == Some(true);
+            let installed_version = status.installed_version.clone().unwrap_or_default();
+            let config_changed = !installed_version.is_empty()
+                && config_times(&configs, &secrets, name)
+                    .into_iter()
+                    .any(|t| status.started_at.as_ref().is_none_or(|s| s < &t));
+            let wanted = if installed_version != dogu.spec.version {
+                Some(Work::Install { version: dogu.spec.version.clone() })
+            } else if config_changed {
+                Some(Work::Restart)
+            } else {
+                None
+            };
+            match (wanted, paused) {
+                (None, _) => {
+                    dogu_work.remove(name);
+                    if status.health.as_deref() != Some(health_of(&behaviour, name)) && !installed_version.is_empty() {
+                        let _ = dogu_api
+                            .patch_status(
+                                name,
+                                &params,
+                                &Patch::Merge(json!({"status": {"health": health_of(&behaviour, name)}})),
+                            )
+                            .await;
+                    }
+                }
+                (Some(_), true) => {} // paused: nothing moves
+                (Some(work), false) => {
+                    let started = match dogu_work.get(name) {
+                        Some((existing, since)) if *existing == work => *since,
+                        _ => {
+                            let since = Instant::now();
+                            dogu_work.insert(name.clone(), (work.clone(), since));
+                            let phase = match &work {
+                                Work::Install { .. } if installed_version.is_empty() => "installing",
+                                Work::Install { .. } => "upgrading",
+                                Work::Restart => "restarting",
+                            };
+                            let _ = dogu_api
+                                .patch_status(
+                                    name,
+                                    &params,
+                                    &Patch::Merge(json!({"status": {"status": phase, "health": ""}})),
+                                )
+                                .await;
+                            since
+                        }
+                    };
+                    let delay = match &work {
+                        Work::Install { .. } if installed_version.is_empty() => behaviour.install,
+                        Work::Install { .. } => behaviour.upgrade,
+                        Work::Restart => behaviour.restart,
+                    };
+                    if behaviour.failing_installs.contains(name) {
+                        if status.status.as_deref() != Some("installation failed") {
+                            let _ = dogu_api
+                                .patch_status(
+                                    name,
+                                    &params,
+                                    &Patch::Merge(
+                                        json!({"status": {"status": "installation failed", "health": "unavailable"}}),
+                                    ),
+                                )
+                                .await;
+                        }
+                        continue;
+                    }
+                    if Instant::now() >= started + delay {
+                        let version = match &work {
+                            Work::Install { version } => version.clone(),
+                            Work::Restart => installed_version.clone(),
+                        };
+                        let _ = dogu_api
+                            .patch_status(
+                                name,
+                                &params,
+                                &Patch::Merge(json!({"status": {
+                                    "status": "installed",
+                                    "installedVersion": version,
+                                    "health": health_of(&behaviour, name),
+                                    "startedAt": now(),
+                                }})),
+                            )
+                            .await;
+                        dogu_work.remove(name);
+                    }
+                }
+            }
+        }
+
+        // Components.
+        for component in components.state() {
+            let name = component.name_any();
+            let status = component.status.clone().unwrap_or_default();
+            if status.installed_version.as_deref() == Some(component.spec.version.as_str()) {
+                component_work.remove(&name);
+                continue;
+            }
+            let since = match component_work.get(&name) {
+                Some((version, since)) if *version == component.spec.version => *since,
+                _ => {
+                    let since = Instant::now();
+                    component_work.insert(name.clone(), (component.spec.version.clone(), since));
+                    let phase = if status.installed_version.is_none() { "installing" } else { "upgrading" };
+                    let _ = component_api
+                        .patch_status(&name, &params, &Patch::Merge(json!({"status": {"status": phase, "health": ""}})))
+                        .await;
+                    since
+                }
+            };
+            if behaviour.failing_installs.contains(&name) {
+                continue;
+            }
+            let delay = if status.installed_version.is_none() { behaviour.install } else { behaviour.upgrade };
+            if Instant::now() >= since + delay {
+                let _ = component_api
+                    .patch_status(
+                        &name,
+                        &params,
+                        &Patch::Merge(json!({"status": {"status": "installed", "installedVersion": component.spec.version, "health": "available"}})),
+                    )
+                    .await;
+                component_work.remove(&name);
+                let _ = installed.send((name.clone(), component.spec.version.clone()));
+            }
+        }
+
+        // Sleep until the next piece of work is due or something changes.
+        let due = dogu_work
+            .iter()
+            .map(|(name, (work, since))| {
+                let delay = match work {
+                    Work::Install { .. }
+                        if current.get(name).and_then(|d| d.status.as_ref()?.installed_version.as_ref()).is_none() =>
+                    {
+                        behaviour.install
+                    }
+                    Work::Install { .. } => behaviour.upgrade,
+                    Work::Restart => behaviour.restart,
+                };
+                *since + delay
+            })
+            .chain(component_work.values().map(|(_, since)| *since + behaviour.install.max(behaviour.upgrade)))
+            .min();
+        match due {
+            Some(due) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(due) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+fn health_of<'a>(behaviour: &Behaviour, name: &str) -> &'a str {
+    if behaviour.never_healthy.contains(name) { "unavailable" } else { "available" }
+}
+
+/// When the dogu's config objects (global, its own, its sensitive) were last written.
+fn config_times(configs: &Store<ConfigMap>, secrets: &Store<Secret>, dogu: &str) -> Vec<Time> {
+    let mut times = Vec::new();
+    for map in configs.state() {
+        match config_kind(&map.metadata) {
+            Some(ConfigKind::Global) => times.extend(last_updated(&map.metadata)),
+            Some(ConfigKind::Dogu(d)) if d == dogu => times.extend(last_updated(&map.metadata)),
+            _ => {}
+        }
+    }
+    for secret in secrets.state() {
+        if let Some(ConfigKind::Sensitive(d)) = config_kind(&secret.metadata)
+            && d == dogu
+        {
+            times.extend(last_updated(&secret.metadata));
+        }
+    }
+    times
+}
+
+/// A reflector store, kept current by a spawned watch that wakes the operators on every change.
+fn reflect<K>(client: &Client, namespace: &str, config: watcher::Config, wake: Arc<Notify>) -> Store<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff().touched_objects();
+    tokio::spawn(async move {
+        stream
+            .for_each(|_| {
+                wake.notify_one();
+                async {}
+            })
+            .await;
+    });
+    reader
+}

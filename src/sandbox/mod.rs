@@ -1,0 +1,8 @@
+//! The sandbox: the whole operator, unchanged, against an in-process Kubernetes API emulator with
+//! simulated dogu and component operators.
+
+pub mod api;
+pub mod command;
+pub mod ecosystem;
+pub mod seed;
+pub mod session;

@@ -1,0 +1,131 @@
+//! What the sandbox's cluster starts with: the objects of a snapshot (or the built-in ecosystem), and
+//! dogu descriptors in the local dogu registry (`dogu-spec-<dogu>` ConfigMaps), as the dogu operator
+//! keeps them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use blueprint_machine::model::DoguDescriptor;
+
+use super::api::{ApiError, Emulator};
+
+/// The fresh-install example: the default blueprint of `sandbox`.
+pub const DEFAULT_BLUEPRINT: &str = include_str!("../../examples/fresh-install/blueprint.yaml");
+/// A fresh ecosystem: the dogu and component operators, the global config, the health config.
+pub const DEFAULT_CLUSTER: &str = include_str!("../../examples/fresh-install/cluster.yaml");
+
+/// The built-in dogu registry: descriptors of every dogu the examples use.
+pub const BUILTIN_DESCRIPTORS: &[&str] = &[
+    include_str!("../../examples/descriptors/k8s/nginx-ingress/1.11.5-1.json"),
+    include_str!("../../examples/descriptors/k8s/nginx-static/1.26.3-1.json"),
+    include_str!("../../examples/descriptors/k8s/nginx-static/1.26.3-2.json"),
+    include_str!("../../examples/descriptors/official/cas/7.1.3-1.json"),
+    include_str!("../../examples/descriptors/official/cas/7.1.4-1.json"),
+    include_str!("../../examples/descriptors/official/cas/7.1.5-2.json"),
+    include_str!("../../examples/descriptors/official/ldap/2.6.7-4.json"),
+    include_str!("../../examples/descriptors/official/ldap/2.6.8-3.json"),
+    include_str!("../../examples/descriptors/official/postfix/3.9.0-2.json"),
+    include_str!("../../examples/descriptors/official/postgresql/14.15-1.json"),
+    include_str!("../../examples/descriptors/official/postgresql/14.17-2.json"),
+    include_str!("../../examples/descriptors/official/redmine/5.1.6-1.json"),
+    include_str!("../../examples/descriptors/official/redmine/5.1.8-1.json"),
+];
+
+pub fn builtin_descriptors() -> Vec<DoguDescriptor> {
+    BUILTIN_DESCRIPTORS.iter().map(|text| serde_json::from_str(text).expect("the built-in descriptors parse")).collect()
+}
+
+/// Every `DIR/<namespace>/<name>/<version>.json`.
+pub fn read_descriptors(dir: &Path) -> Result<Vec<DoguDescriptor>, String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(next) = pending.pop() {
+        let entries = std::fs::read_dir(&next).map_err(|e| format!("{}: {e}", next.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                found.push(
+                    serde_json::from_str(&text)
+                        .map_err(|e| format!("{}: not a valid dogu.json: {e}", path.display()))?,
+                );
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Puts descriptors into the local dogu registry.
+pub fn registry(emulator: &Emulator, namespace: &str, descriptors: &[DoguDescriptor]) -> Result<(), ApiError> {
+    let mut by_dogu: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for descriptor in descriptors {
+        let simple = descriptor.name.rsplit('/').next().unwrap_or(&descriptor.name).to_owned();
+        by_dogu
+            .entry(simple)
+            .or_default()
+            .insert(descriptor.version.clone(), serde_json::to_string(descriptor).expect("descriptors serialize"));
+    }
+    for (dogu, versions) in by_dogu {
+        emulator.create(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("dogu-spec-{dogu}"),
+                "namespace": namespace,
+                "labels": {"app": "ces", "dogu.name": dogu, "k8s.cloudogu.com/type": "local-dogu-registry"},
+            },
+            "data": versions,
+        }))?;
+    }
+    Ok(())
+}
+
+/// Objects of a snapshot (a `List` or YAML documents), as `kubectl get -o yaml` prints them. Blueprints
+/// are left out: the sandbox applies its own.
+pub fn objects(text: &str) -> Result<Vec<Value>, String> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let mut objects = Vec::new();
+    for document in documents.into_iter().filter(|d| !d.is_null()) {
+        match document.get("items") {
+            Some(Value::Array(items))
+                if document.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) =>
+            {
+                objects.extend(items.iter().cloned())
+            }
+            _ => objects.push(document),
+        }
+    }
+    Ok(objects.into_iter().filter(|o| o.get("kind").and_then(Value::as_str) != Some("Blueprint")).collect())
+}
+
+/// Creates the objects in `namespace` (server fields dropped), then sets their status as written.
+pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Result<(), String> {
+    for object in objects {
+        let mut object = object.clone();
+        let status = object.as_object_mut().and_then(|o| o.remove("status"));
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in ["resourceVersion", "uid", "managedFields", "creationTimestamp", "generation", "selfLink"] {
+                metadata.remove(field);
+            }
+            metadata.insert("namespace".into(), json!(namespace));
+        }
+        let created = emulator.create(object).map_err(|e| e.message.clone())?;
+        if let Some(status) = status {
+            let api_version = created["apiVersion"].as_str().unwrap_or_default().to_owned();
+            let kind = created["kind"].as_str().unwrap_or_default().to_owned();
+            let name = created["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+            let result = emulator.update_status(&api_version, &kind, namespace, &name, status.clone());
+            if result.is_err() {
+                // Kinds without a status subresource take it with the object.
+                emulator
+                    .edit(&api_version, &kind, namespace, &name, |o| o["status"] = status)
+                    .map_err(|e| e.message)?;
+            }
+        }
+    }
+    Ok(())
+}
