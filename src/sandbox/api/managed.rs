@@ -183,6 +183,12 @@ impl ManagedFields {
                 entry
             })
             .collect();
+        if entries.is_empty() && object.get("metadata").is_none() {
+            return;
+        }
+        if let Some(root) = object.as_object_mut() {
+            root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        }
         if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             if entries.is_empty() {
                 metadata.remove("managedFields");
