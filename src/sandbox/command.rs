@@ -74,7 +74,9 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     let generation = sandbox.blueprint(&name).and_then(|b| b.metadata.generation).unwrap_or(1);
     println!("[{:6.1}s] applied Blueprint {name:?} (generation {generation})", 0.0);
 
-    let end = follow(&mut sandbox, &name, args.timeout, started).await;
+    let mut seen = BTreeMap::new();
+    let mut events_seen = 0;
+    let end = follow(&mut sandbox, &name, args.timeout, started, &mut seen, &mut events_seen).await;
     let elapsed = started.elapsed();
     summary(&sandbox, elapsed);
     let code = match end {
@@ -95,10 +97,10 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
         println!("\nThe sandbox keeps running. Try:");
         println!("  kubectl --server http://{address} -n {} get bp,dogus,components", sandbox.namespace);
         println!("  kubectl --server http://{address} -n {} describe bp {name}", sandbox.namespace);
-        println!("  kubectl --server http://{address} apply -f examples/upgrade/blueprint.yaml   # edit the blueprint");
+        println!(
+            "  kubectl --server http://{address} apply -f examples/invalid/downgrade.yaml   # change the blueprint"
+        );
         println!("Stop with Ctrl-C.");
-        let mut seen = BTreeMap::new();
-        let mut events_seen = sandbox.events().len();
         loop {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => break,
@@ -114,17 +116,22 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
 }
 
 /// Prints condition changes and events until the Blueprint completes, is blocked, or time runs out.
-async fn follow(sandbox: &mut Sandbox, name: &str, timeout: Duration, started: Instant) -> End {
+async fn follow(
+    sandbox: &mut Sandbox,
+    name: &str,
+    timeout: Duration,
+    started: Instant,
+    seen: &mut BTreeMap<String, (String, String, String)>,
+    events_seen: &mut usize,
+) -> End {
     let tty = std::io::stdout().is_terminal();
     let spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
-    let mut events_seen = 0;
     let mut tick = 0usize;
     let mut last_note = Instant::now();
     let mut blocked_since: Option<Instant> = None;
     loop {
         sandbox.follow_rollouts().await;
-        let changed = report(sandbox, name, &mut seen, &mut events_seen, started);
+        let changed = report(sandbox, name, seen, events_seen, started);
         let blueprint = sandbox.blueprint(name);
         let state = describe(blueprint.as_ref());
         if blueprint.as_ref().is_some_and(is_completed) {

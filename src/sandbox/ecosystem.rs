@@ -84,6 +84,8 @@ pub async fn run(
     let now = || Time(Timestamp::from_second((clock)().as_second()).unwrap_or_else(|_| (clock)()));
 
     let mut dogu_work: BTreeMap<String, (Work, Instant)> = BTreeMap::new();
+    // What this operator finished last, per dogu: until its cache shows the write, the dogu is done.
+    let mut finished: BTreeMap<String, (String, Time)> = BTreeMap::new();
     let mut component_work: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut known_dogus: BTreeSet<String> = BTreeSet::new();
     loop {
@@ -97,7 +99,17 @@ pub async fn run(
         }
         known_dogus = current.keys().cloned().collect();
         for (name, dogu) in &current {
-            let status = dogu.status.clone().unwrap_or_default();
+            let mut status = dogu.status.clone().unwrap_or_default();
+            if let Some((version, started)) = finished.get(name)
+                && *version == dogu.spec.version
+                && (status.installed_version.as_deref() != Some(version.as_str())
+                    || status.started_at.as_ref().is_none_or(|s| s < started))
+            {
+                // The cache lags behind our own status write.
+                status.installed_version = Some(version.clone());
+                status.started_at = Some(started.clone());
+                status.status = Some("installed".into());
+            }
             let paused = dogu.spec.pause_reconciliation == Some(true);
             let installed_version = status.installed_version.clone().unwrap_or_default();
             let config_changed = !installed_version.is_empty()
@@ -170,6 +182,8 @@ pub async fn run(
                             Work::Install { version } => version.clone(),
                             Work::Restart => installed_version.clone(),
                         };
+                        let started_at = now();
+                        finished.insert(name.clone(), (version.clone(), started_at.clone()));
                         let _ = dogu_api
                             .patch_status(
                                 name,
@@ -178,7 +192,7 @@ pub async fn run(
                                     "status": "installed",
                                     "installedVersion": version,
                                     "health": health_of(&behaviour, name),
-                                    "startedAt": now(),
+                                    "startedAt": started_at,
                                 }})),
                             )
                             .await;

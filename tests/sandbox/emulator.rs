@@ -267,8 +267,7 @@ async fn no_op_writes_change_nothing_and_managed_fields_keep_times() {
     assert_eq!(created["metadata"]["managedFields"][0]["time"], "2026-01-01T00:00:00Z");
     let client = emulator.client(NS);
     let api = Api::<ConfigMap>::namespaced(client, NS);
-    let mut events =
-        api.watch(&kube::api::WatchParams::default(), version.as_str().unwrap()).await.unwrap().boxed();
+    let mut events = api.watch(&kube::api::WatchParams::default(), version.as_str().unwrap()).await.unwrap().boxed();
 
     tokio::time::advance(Duration::from_secs(90)).await;
     let (_, same) =

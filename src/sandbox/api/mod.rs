@@ -362,6 +362,11 @@ impl Emulator {
         let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
         match segments.as_slice() {
             ["version"] => return json_response(200, self.version()),
+            // OpenAPI v3 documents that declare the `fieldValidation` parameter, so that kubectl leaves
+            // validation to the server (which, as documented, does not validate schemas).
+            ["openapi", "v3"] => return json_response(200, self.openapi_root()),
+            ["openapi", "v3", "api", "v1"] => return json_response(200, self.openapi_group("", "v1")),
+            ["openapi", "v3", "apis", group, version] => return json_response(200, self.openapi_group(group, version)),
             ["api"] => {
                 return json_response(
                     200,
@@ -457,6 +462,50 @@ impl Emulator {
 
     fn version(&self) -> Value {
         json!({"major": "1", "minor": "34", "gitVersion": "v1.34.0-blueprint-operator-sandbox", "platform": "linux/amd64", "goVersion": "n/a", "compiler": "n/a", "buildDate": "2026-01-01T00:00:00Z", "gitCommit": "", "gitTreeState": "clean"})
+    }
+
+    fn openapi_root(&self) -> Value {
+        let mut paths = serde_json::Map::new();
+        paths.insert("api/v1".into(), json!({"serverRelativeURL": "/openapi/v3/api/v1?hash=1"}));
+        for (group, versions) in self.groups() {
+            for version in versions {
+                paths.insert(
+                    format!("apis/{group}/{version}"),
+                    json!({"serverRelativeURL": format!("/openapi/v3/apis/{group}/{version}?hash=1")}),
+                );
+            }
+        }
+        json!({"paths": paths})
+    }
+
+    fn openapi_group(&self, group: &str, version: &str) -> Value {
+        let parameters = json!([
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+        ]);
+        let mut paths = serde_json::Map::new();
+        let mut schemas = serde_json::Map::new();
+        for r in self.inner.resources.iter().filter(|r| r.group == group && r.version == version) {
+            let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
+            let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+            let collection = if r.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+            } else {
+                format!("{prefix}/{}", r.plural)
+            };
+            let operation = |verb: &str| json!({"operationId": format!("{verb}{}", r.kind), "parameters": parameters, "x-kubernetes-group-version-kind": gvk, "responses": {}});
+            paths.insert(collection.clone(), json!({"get": operation("list"), "post": operation("create")}));
+            paths.insert(format!("{collection}/{{name}}"), json!({"get": operation("read"), "put": operation("replace"), "patch": operation("patch"), "delete": operation("delete")}));
+            let reversed: Vec<&str> = r.group.split('.').rev().collect();
+            let schema_name = if r.group.is_empty() {
+                format!("io.k8s.api.core.{}.{}", r.version, r.kind)
+            } else {
+                format!("{}.{}.{}", reversed.join("."), r.version, r.kind)
+            };
+            schemas.insert(schema_name, json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "x-kubernetes-group-version-kind": [gvk]}));
+        }
+        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.34.0"}, "paths": paths, "components": {"schemas": schemas}})
     }
 
     fn groups(&self) -> BTreeMap<String, Vec<String>> {
@@ -588,11 +637,19 @@ impl Emulator {
         definitions.extend(columns.iter().map(
             |(name, type_, _)| json!({"name": name, "type": type_, "format": "", "description": name, "priority": 0}),
         ));
+        let now = (self.inner.clock)();
         let rows: Vec<Value> = items
             .iter()
             .map(|item| {
                 let mut cells = vec![item.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
-                cells.extend(columns.iter().map(|(_, _, path)| json_path(item, path).unwrap_or(Value::Null)));
+                cells.extend(columns.iter().map(|(_, type_, path)| {
+                    let value = json_path(item, path).unwrap_or(Value::Null);
+                    // Dates are shown as ages, as the API server renders them.
+                    match (type_.as_str(), value.as_str().and_then(|t| t.parse::<Timestamp>().ok())) {
+                        ("date", Some(time)) => json!(age(now.duration_since(time).as_secs())),
+                        _ => value,
+                    }
+                }));
                 json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}})
             })
             .collect();
@@ -685,6 +742,7 @@ impl Emulator {
             managed
         });
         managed.write(&mut object);
+        mirror_event(&mut store, resource, Change::Added, &object, version);
         store.record(key, Change::Added, object.clone(), version);
         Ok(object)
     }
@@ -900,11 +958,13 @@ impl Emulator {
         let version = store.next_revision();
         next["metadata"]["resourceVersion"] = json!(version.to_string());
         let finalizers_empty = next.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
-        if next.pointer("/metadata/deletionTimestamp").is_some() && finalizers_empty {
-            store.record(key, Change::Deleted, next.clone(), version);
+        let change = if next.pointer("/metadata/deletionTimestamp").is_some() && finalizers_empty {
+            Change::Deleted
         } else {
-            store.record(key, Change::Modified, next.clone(), version);
-        }
+            Change::Modified
+        };
+        mirror_event(&mut store, resource, change, &next, version);
+        store.record(key, change, next.clone(), version);
         Ok(next)
     }
 
@@ -1052,6 +1112,56 @@ impl Emulator {
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from_stream(receiver.map(|chunk| chunk)))
             .expect("a valid response")
+    }
+}
+
+/// An events.k8s.io/v1 Event is also a core/v1 Event (one object, two API versions): the core view is
+/// what `kubectl describe` lists.
+fn mirror_event(store: &mut Store, resource: &ResourceType, change: Change, event: &Value, version: u64) {
+    if resource.group != "events.k8s.io" {
+        return;
+    }
+    let time = event.get("eventTime").cloned().unwrap_or(Value::Null);
+    let last = event.pointer("/series/lastObservedTime").cloned().unwrap_or(time.clone());
+    let core = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": event["metadata"],
+        "involvedObject": event.get("regarding").cloned().unwrap_or(Value::Null),
+        "related": event.get("related").cloned().unwrap_or(Value::Null),
+        "reason": event.get("reason").cloned().unwrap_or(Value::Null),
+        "message": event.get("note").cloned().unwrap_or(Value::Null),
+        "type": event.get("type").cloned().unwrap_or(Value::Null),
+        "action": event.get("action").cloned().unwrap_or(Value::Null),
+        "source": {"component": event.get("reportingController").cloned().unwrap_or(Value::Null)},
+        "reportingComponent": event.get("reportingController").cloned().unwrap_or(Value::Null),
+        "reportingInstance": event.get("reportingInstance").cloned().unwrap_or(Value::Null),
+        "eventTime": time,
+        "firstTimestamp": time_seconds(&time),
+        "lastTimestamp": time_seconds(&last),
+        "count": event.pointer("/series/count").cloned().unwrap_or(json!(1)),
+    });
+    let namespace = event.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let name = event.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    store.record(("/events".into(), namespace, name), change, core, version);
+}
+
+/// A MicroTime as a Time (seconds).
+fn time_seconds(time: &Value) -> Value {
+    match time.as_str().and_then(|t| t.parse::<Timestamp>().ok()) {
+        Some(t) => json!(Timestamp::from_second(t.as_second()).unwrap_or(t).to_string()),
+        None => Value::Null,
+    }
+}
+
+/// `45s`, `3m12s`, `2h5m`, `3d4h`, as kubectl shows ages.
+fn age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=3599 => format!("{}m{}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
     }
 }
 
