@@ -1,12 +1,16 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run test lint crds bench build
+.PHONY: run plan test lint crds bench build
 
-## run: the project's main job (until the sandbox exists: plan the fresh-install example)
+## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
-	$(CARGO) run --quiet -- plan -f examples/fresh-install/blueprint.yaml \
-		--cluster examples/fresh-install/cluster.yaml --descriptors examples/descriptors; \
+	$(CARGO) run --quiet --locked -- sandbox -f examples/fresh-install/blueprint.yaml
+
+## plan: what one reconcile of the upgrade example would decide
+plan:
+	$(CARGO) run --quiet --locked -- plan -f examples/upgrade/blueprint.yaml \
+		--cluster examples/upgrade/cluster.yaml --descriptors examples/descriptors; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
 
 ## test: every test of the workspace

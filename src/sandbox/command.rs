@@ -249,8 +249,12 @@ fn describe(blueprint: Option<&Blueprint>) -> String {
 /// Reconciles, API requests by verb, writes, events and the time to converge.
 fn summary(sandbox: &Sandbox, elapsed: Duration) {
     let text = sandbox.metrics.encode();
-    let value = |prefix: &str| -> f64 {
-        text.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
+    let value = |prefix: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .map(|v| v as u64)
+            .sum()
     };
     let mut verbs: BTreeMap<String, f64> = BTreeMap::new();
     for line in text.lines().filter(|l| l.starts_with("blueprint_operator_api_requests_total{")) {

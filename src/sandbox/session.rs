@@ -72,6 +72,8 @@ pub struct Sandbox {
     follow_self_upgrade: bool,
     /// Versions the operator was restarted with, in order.
     pub rollouts: Vec<String>,
+    /// For each rollout, how many requests the emulator had received when it happened.
+    pub rollout_marks: Vec<usize>,
 }
 
 pub const OWN_COMPONENT: &str = "k8s-blueprint-operator";
@@ -113,6 +115,7 @@ impl Sandbox {
             installed,
             follow_self_upgrade: options.follow_self_upgrade,
             rollouts: Vec::new(),
+            rollout_marks: Vec::new(),
         };
         sandbox.rollouts.push(options.operator_version.clone());
         Ok(sandbox)
@@ -191,6 +194,7 @@ impl Sandbox {
             {
                 self.stop_controller().await;
                 self.rollouts.push(version.clone());
+                self.rollout_marks.push(self.emulator.requests().len());
                 self.start_controller(&version);
             }
         }

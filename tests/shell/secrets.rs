@@ -1,26 +1,10 @@
 //! Secret values appear in no request but the sensitive-config write, and in no log line.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use super::harness::*;
 use crate::support::dogu_cr;
 
 const VALUE: &str = "sup3r-s3cret-ldap-passw0rd";
 const OLD_VALUE: &str = "0ld-s3cret-value";
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn base64(text: &str) -> String {
     use std::fmt::Write;
@@ -44,11 +28,7 @@ fn base64(text: &str) -> String {
 
 #[tokio::test]
 async fn secret_values_stay_out_of_requests_and_logs() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber =
-        tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    crate::support::logs::capture();
 
     let harness = Harness::new(
         "{displayName: x, blueprint: {dogus: [{name: official/ldap, version: 1.0.0-1}],
@@ -79,7 +59,7 @@ async fn secret_values_stay_out_of_requests_and_logs() {
             assert!(!request.raw_body.contains(&base64(secret)), "{} contains a secret value", request.line());
         }
     }
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = crate::support::logs::captured();
     assert!(logs.contains("applied"), "the reconcile logged: {logs}");
     for secret in [VALUE, OLD_VALUE] {
         assert!(!logs.contains(secret), "a secret value is in the logs");

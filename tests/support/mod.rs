@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod logs;
+
 use std::collections::BTreeMap;
 
 use blueprint_machine::api::{

@@ -43,6 +43,8 @@ pub struct LoggedRequest {
     pub query: String,
     pub user_agent: String,
     pub status: u16,
+    /// The request body (the emulator is the cluster: this may hold what the cluster holds).
+    pub body: String,
 }
 
 impl LoggedRequest {
@@ -333,10 +335,10 @@ impl Emulator {
                 r.status
             })
         };
+        let bytes = axum::body::to_bytes(request.into_body(), 64 * 1024 * 1024).await.unwrap_or_default();
         let response = match injected {
             Some(code) => error_response(&ApiError::new(code, reason_for(code), format!("injected failure ({code})"))),
             None => {
-                let bytes = axum::body::to_bytes(request.into_body(), 64 * 1024 * 1024).await.unwrap_or_default();
                 let query = parse_query(&query_text);
                 self.dispatch(&method, &path, &query, &headers, &bytes)
             }
@@ -347,6 +349,7 @@ impl Emulator {
             query: query_text,
             user_agent,
             status: response.status().as_u16(),
+            body: String::from_utf8_lossy(&bytes).into_owned(),
         });
         response
     }
