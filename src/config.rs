@@ -1,7 +1,11 @@
 //! The operator's settings, from the environment (as upstream's chart sets them).
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::registry::{CacheSettings, RemoteSettings, UrlSchema};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -18,18 +22,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where dogu descriptors come from when the local store does not have them (used by the registry
-/// client; read and checked here so that a misconfiguration stops the start).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct RegistrySettings {
-    pub endpoint: Option<String>,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// `default` (`<endpoint>/dogus/<ns>/<name>/<version>`) or `index`.
-    pub url_schema: String,
-    pub proxy_url: Option<String>,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// The namespace the operator works in (`NAMESPACE`, required).
@@ -41,7 +33,11 @@ pub struct Settings {
     pub debounce: Duration,
     /// The running operator's version (`OPERATOR_VERSION`, default: the build's version).
     pub operator_version: String,
-    pub registry: RegistrySettings,
+    /// The remote dogu registry (`DOGU_REGISTRY_*`, `PROXY_URL`); without an endpoint, only the local
+    /// dogu registry is used.
+    pub registry: Option<RemoteSettings>,
+    /// `DESCRIPTOR_CACHE_SIZE` (default 512), `DESCRIPTOR_NOT_FOUND_TTL` (default 30s).
+    pub descriptor_cache: CacheSettings,
     /// `/metrics` (`METRICS_BIND_ADDRESS`, default `0.0.0.0:8080`).
     pub metrics_address: SocketAddr,
     /// `/healthz`, `/readyz` (`HEALTH_PROBE_BIND_ADDRESS`, default `0.0.0.0:8081`).
@@ -101,15 +97,22 @@ impl Settings {
                 problem: format!("{operator_version:?} is not a semantic version"),
             });
         }
-        let registry = RegistrySettings {
-            endpoint: lookup("DOGU_REGISTRY_ENDPOINT"),
-            username: lookup("DOGU_REGISTRY_USERNAME"),
-            password: lookup("DOGU_REGISTRY_PASSWORD"),
-            url_schema: match lookup("DOGU_REGISTRY_URLSCHEMA").as_deref() {
-                Some("index") => "index".to_owned(),
-                _ => "default".to_owned(),
+        let duration = |name: &'static str, default: Duration| -> Result<Duration, SettingsError> {
+            match lookup(name) {
+                None => Ok(default),
+                Some(text) => parse_duration(&text).map_err(|problem| SettingsError::Invalid { name, problem }),
+            }
+        };
+        let registry = registry_settings(&lookup, duration("DOGU_REGISTRY_TIMEOUT", Duration::from_secs(10))?)?;
+        let descriptor_cache = CacheSettings {
+            capacity: match lookup("DESCRIPTOR_CACHE_SIZE") {
+                None => CacheSettings::default().capacity,
+                Some(text) => text.parse::<NonZeroUsize>().map_err(|_| SettingsError::Invalid {
+                    name: "DESCRIPTOR_CACHE_SIZE",
+                    problem: format!("{text:?} is not a positive number of descriptors"),
+                })?,
             },
-            proxy_url: lookup("PROXY_URL"),
+            not_found_ttl: duration("DESCRIPTOR_NOT_FOUND_TTL", CacheSettings::default().not_found_ttl)?,
         };
         Ok(Settings {
             namespace,
@@ -118,6 +121,7 @@ impl Settings {
             debounce,
             operator_version,
             registry,
+            descriptor_cache,
             metrics_address: address("METRICS_BIND_ADDRESS", "0.0.0.0:8080")?,
             health_address: address("HEALTH_PROBE_BIND_ADDRESS", "0.0.0.0:8081")?,
             leader_election,
@@ -126,6 +130,39 @@ impl Settings {
                 .unwrap_or_else(|| format!("k8s-blueprint-operator-{}", std::process::id())),
         })
     }
+}
+
+fn registry_settings(
+    lookup: &impl Fn(&str) -> Option<String>,
+    timeout: Duration,
+) -> Result<Option<RemoteSettings>, SettingsError> {
+    let Some(endpoint) = lookup("DOGU_REGISTRY_ENDPOINT") else {
+        return Ok(None);
+    };
+    let schema = match lookup("DOGU_REGISTRY_URLSCHEMA").as_deref() {
+        None | Some("default") => UrlSchema::Default,
+        Some("index") => UrlSchema::Index,
+        Some(other) => {
+            return Err(SettingsError::Invalid {
+                name: "DOGU_REGISTRY_URLSCHEMA",
+                problem: format!("{other:?} is neither default nor index"),
+            });
+        }
+    };
+    let credentials = match (lookup("DOGU_REGISTRY_USERNAME"), lookup("DOGU_REGISTRY_PASSWORD")) {
+        (Some(user), Some(password)) => Some((user, password)),
+        (None, None) => None,
+        (Some(_), None) => return Err(SettingsError::Missing("DOGU_REGISTRY_PASSWORD")),
+        (None, Some(_)) => return Err(SettingsError::Missing("DOGU_REGISTRY_USERNAME")),
+    };
+    Ok(Some(RemoteSettings {
+        endpoint,
+        schema,
+        credentials,
+        proxy: lookup("PROXY_URL"),
+        timeout,
+        extra_ca: lookup("DOGU_REGISTRY_CA_FILE").map(PathBuf::from),
+    }))
 }
 
 /// `500ms`, `1s`, `2m`, `1h`, or a plain number of seconds.
@@ -181,7 +218,24 @@ mod tests {
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.metrics_address.port(), 9090);
         assert!(!s.leader_election);
-        assert_eq!(s.registry.url_schema, "index");
+        assert_eq!(s.registry, None, "no endpoint, no remote registry");
+        let s = settings(&[
+            ("NAMESPACE", "ecosystem"),
+            ("DOGU_REGISTRY_ENDPOINT", "https://dogu.example.com/api/v2/"),
+            ("DOGU_REGISTRY_USERNAME", "instance"),
+            ("DOGU_REGISTRY_PASSWORD", "secret"),
+            ("DOGU_REGISTRY_URLSCHEMA", "index"),
+            ("DOGU_REGISTRY_TIMEOUT", "3s"),
+            ("DESCRIPTOR_CACHE_SIZE", "64"),
+            ("DESCRIPTOR_NOT_FOUND_TTL", "2m"),
+        ])
+        .unwrap();
+        let registry = s.registry.unwrap();
+        assert_eq!(registry.schema, UrlSchema::Index);
+        assert_eq!(registry.credentials, Some(("instance".into(), "secret".into())));
+        assert_eq!(registry.timeout, Duration::from_secs(3));
+        assert_eq!(s.descriptor_cache.capacity.get(), 64);
+        assert_eq!(s.descriptor_cache.not_found_ttl, Duration::from_secs(120));
     }
 
     #[test]
@@ -190,6 +244,13 @@ mod tests {
         assert!(error.to_string().starts_with("environment variable DEBOUNCE_WINDOW is invalid"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_VERSION", "latest")]).unwrap_err();
         assert!(error.to_string().contains("OPERATOR_VERSION"), "{error}");
+        let endpoint = ("DOGU_REGISTRY_ENDPOINT", "https://dogu.example.com");
+        let error = settings(&[("NAMESPACE", "x"), endpoint, ("DOGU_REGISTRY_USERNAME", "u")]).unwrap_err();
+        assert_eq!(error, SettingsError::Missing("DOGU_REGISTRY_PASSWORD"));
+        let error = settings(&[("NAMESPACE", "x"), endpoint, ("DOGU_REGISTRY_URLSCHEMA", "indx")]).unwrap_err();
+        assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
+        let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
+        assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
     }
 
     #[test]

@@ -31,6 +31,20 @@ pub struct VerbLabels {
     pub verb: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LookupLabels {
+    /// `memory` (the in-process cache) or `local` (the dogu-spec ConfigMaps)
+    pub layer: String,
+    /// `hit`, `notFoundHit` (a remembered "not found"), `miss`
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RegistryLabels {
+    /// `found`, `notFound`, `credentials`, `status`, `timeout`, `transport`, `malformed`
+    pub outcome: String,
+}
+
 /// Every metric of the operator, registered once.
 pub struct Metrics {
     pub registry: Registry,
@@ -41,6 +55,9 @@ pub struct Metrics {
     pub objects_in_backoff: Gauge<i64, AtomicI64>,
     pub status_writes: Counter,
     pub events: Counter,
+    pub descriptor_lookups: Family<LookupLabels, Counter>,
+    pub registry_requests: Family<RegistryLabels, Counter>,
+    pub registry_request_duration: Histogram,
 }
 
 impl Default for Metrics {
@@ -64,6 +81,24 @@ impl Default for Metrics {
         registry.register("status_writes", "Blueprint status writes", status_writes.clone());
         let events = Counter::default();
         registry.register("events", "Kubernetes events published", events.clone());
+        let descriptor_lookups = Family::<LookupLabels, Counter>::default();
+        registry.register(
+            "descriptor_lookups",
+            "Dogu descriptor lookups by cache layer and result",
+            descriptor_lookups.clone(),
+        );
+        let registry_requests = Family::<RegistryLabels, Counter>::default();
+        registry.register(
+            "registry_requests",
+            "Requests to the remote dogu registry, by outcome",
+            registry_requests.clone(),
+        );
+        let registry_request_duration = Histogram::new([0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]);
+        registry.register(
+            "registry_request_duration_seconds",
+            "Duration of one request to the remote dogu registry",
+            registry_request_duration.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -73,6 +108,9 @@ impl Default for Metrics {
             objects_in_backoff,
             status_writes,
             events,
+            descriptor_lookups,
+            registry_requests,
+            registry_request_duration,
         }
     }
 }
@@ -87,6 +125,17 @@ impl Metrics {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String succeeds");
         text
+    }
+
+    pub fn count_descriptor_lookup(&self, layer: &str, result: &str) {
+        self.descriptor_lookups
+            .get_or_create(&LookupLabels { layer: layer.to_owned(), result: result.to_owned() })
+            .inc();
+    }
+
+    pub fn observe_registry_request(&self, outcome: &str, duration: std::time::Duration) {
+        self.registry_requests.get_or_create(&RegistryLabels { outcome: outcome.to_owned() }).inc();
+        self.registry_request_duration.observe(duration.as_secs_f64());
     }
 
     /// Counts a request to the API server by its Kubernetes verb.

@@ -10,6 +10,7 @@ use crate::config::{LEASE_NAME, Settings};
 use crate::controller::{self, Options};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+use crate::registry::RemoteRegistry;
 use crate::{http, telemetry};
 
 /// A client whose every request is counted by verb in the metrics.
@@ -35,6 +36,20 @@ pub async fn run() -> Result<(), String> {
     telemetry::init(&settings.log_level, settings.log_format);
     tracing::info!(version = %settings.operator_version, namespace = %settings.namespace, "starting");
 
+    // The registry settings are checked before anything connects: a typo stops the start at once.
+    let registry = match &settings.registry {
+        Some(remote) => {
+            let registry = RemoteRegistry::new(remote)?;
+            tracing::info!(endpoint = registry.endpoint(), schema = ?remote.schema, proxy = remote.proxy.is_some(), "remote dogu registry");
+            Some(registry)
+        }
+        None => {
+            tracing::warn!(
+                "DOGU_REGISTRY_ENDPOINT is not set: descriptors come from the local dogu registry only, and blueprints with other dogus cannot be validated"
+            );
+            None
+        }
+    };
     let metrics = Metrics::shared();
     let config = kube::Config::infer().await.map_err(|e| format!("cannot configure the Kubernetes client: {e}"))?;
     let client = client(config, metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
@@ -60,7 +75,8 @@ pub async fn run() -> Result<(), String> {
         namespace: settings.namespace.clone(),
         operator_version: settings.operator_version.clone(),
         debounce: settings.debounce,
-        descriptors: None,
+        registry,
+        descriptor_cache: settings.descriptor_cache,
         clock: None,
     };
     if !settings.leader_election {

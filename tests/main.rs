@@ -4,6 +4,7 @@ mod acceptance;
 mod crd;
 mod plan_cli;
 mod properties;
+mod registry;
 mod sandbox;
 mod shell;
 mod support;

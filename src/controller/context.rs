@@ -21,11 +21,11 @@ use blueprint_machine::decision::{ApplyFailure, Decision, Operation};
 use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
 
 use super::backoff::BackoffTracker;
-use crate::descriptors::DescriptorSource;
 use crate::execute::{ConfigStores, Executor};
 use crate::metrics::{ActionLabels, Metrics, OutcomeLabels};
 use crate::observe::secrets::SecretDigests;
 use crate::observe::{Digester, Snapshot, is_health_config};
+use crate::registry::DescriptorSource;
 use crate::{publish, status};
 
 /// The controller's caches, one reflector store per watched kind.
@@ -170,13 +170,13 @@ impl Context {
             }
             None => Default::default(),
         };
-        let mut descriptors = Vec::new();
-        if let Some(blueprint) = blueprint {
-            for (name, version) in blueprint_machine::wanted_descriptors(blueprint) {
-                let lookup = self.descriptors.lookup(&name, &version).await;
-                descriptors.push(DescriptorEntry { name, version, lookup });
-            }
-        }
+        // Concurrently: on a fresh install every wanted descriptor may need the remote registry.
+        let wanted = blueprint.map(blueprint_machine::wanted_descriptors).unwrap_or_default();
+        let descriptors = futures::future::join_all(wanted.into_iter().map(|(name, version)| async move {
+            let lookup = self.descriptors.lookup(&name, &version).await;
+            DescriptorEntry { name, version, lookup }
+        }))
+        .await;
         let snapshot = Snapshot {
             now: self.now(),
             operator: OperatorFacts::new(self.namespace.clone(), Some(self.operator_version.clone())),

@@ -26,16 +26,18 @@ use blueprint_machine::health::HEALTH_CONFIG_MAP;
 
 pub use context::{Context, Outcome, StatusWrite, Stores};
 
-use crate::descriptors::{DescriptorSource, LocalDescriptors};
 use crate::metrics::Metrics;
+use crate::observe::config_kind;
+use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 
 /// What a controller needs besides its client.
 pub struct Options {
     pub namespace: String,
     pub operator_version: String,
     pub debounce: Duration,
-    /// Where descriptors come from; default: the local dogu registry ConfigMaps.
-    pub descriptors: Option<Arc<dyn DescriptorSource>>,
+    /// The remote dogu registry, asked when the local one lacks a descriptor.
+    pub registry: Option<RemoteRegistry>,
+    pub descriptor_cache: CacheSettings,
     /// The clock of observations; default: the wall clock.
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
@@ -98,8 +100,8 @@ pub async fn run_controller(
         sensitive_configs,
         secret_metadata,
     };
-    let descriptors =
-        options.descriptors.unwrap_or_else(|| Arc::new(LocalDescriptors::new(config_maps, namespace.clone())));
+    let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
+    let descriptors = Arc::new(Registry::new(local, options.registry, options.descriptor_cache, metrics.clone()));
     let context =
         Arc::new(Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics));
 
@@ -134,9 +136,13 @@ pub async fn run_controller(
         let every = every_blueprint.clone();
         move |_: Component| every()
     };
+    // Only config ConfigMaps trigger: the local dogu registry's (also `app=ces`) change when
+    // descriptors are cached, which changes no decision.
     let on_config_map = {
         let every = every_blueprint.clone();
-        move |_: ConfigMap| every()
+        move |config_map: ConfigMap| {
+            if config_kind(&config_map.metadata).is_some() { every() } else { Vec::new() }
+        }
     };
     let on_health = {
         let every = every_blueprint.clone();

@@ -63,9 +63,14 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
         super::session::Transport::InProcess => serve,
     };
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &cluster)?;
-    seed::registry(&sandbox.emulator, &sandbox.namespace, &descriptors).map_err(|e| e.message)?;
+    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &descriptors).map_err(|e| e.message)?;
     println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace);
-    println!("sandbox: {} objects seeded, {} dogu descriptors in the local registry", cluster.len(), descriptors.len());
+    println!(
+        "sandbox: {} objects seeded; dogu registry with {} descriptors on {}",
+        cluster.len(),
+        descriptors.len(),
+        sandbox.registry_endpoint()
+    );
     sandbox.start_controller(&version);
     println!("sandbox: operator {version} started (the controller of `run`, over HTTP)");
 
@@ -275,6 +280,12 @@ fn summary(sandbox: &Sandbox, elapsed: Duration) {
         value("blueprint_operator_events_total")
     );
     println!("  actions:            {}", value("blueprint_operator_actions_total"));
+    println!(
+        "  dogu registry:      {} requests, {} descriptors from memory, {} from the local registry",
+        value("blueprint_operator_registry_requests_total"),
+        value("blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}"),
+        value("blueprint_operator_descriptor_lookups_total{layer=\"local\",result=\"hit\"}")
+    );
     println!("  operator versions:  {}", sandbox.rollouts.join(" → "));
     println!("  time to converge:   {:.1}s", elapsed.as_secs_f64());
 }

@@ -4,5 +4,6 @@
 pub mod api;
 pub mod command;
 pub mod ecosystem;
+pub mod registry;
 pub mod seed;
 pub mod session;

@@ -1,6 +1,6 @@
 //! What the sandbox's cluster starts with: the objects of a snapshot (or the built-in ecosystem), and
-//! dogu descriptors in the local dogu registry (`dogu-spec-<dogu>` ConfigMaps), as the dogu operator
-//! keeps them.
+//! dogu descriptors in the remote registry (those of installed dogus also in the local dogu registry,
+//! the `dogu-spec-<dogu>` ConfigMaps, as the dogu operator keeps them).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use blueprint_machine::model::DoguDescriptor;
 
 use super::api::{ApiError, Emulator};
+use super::registry::RegistryServer;
 
 /// The fresh-install example: the default blueprint of `sandbox`.
 pub const DEFAULT_BLUEPRINT: &str = include_str!("../../examples/fresh-install/blueprint.yaml");
@@ -33,12 +34,33 @@ pub const BUILTIN_DESCRIPTORS: &[&str] = &[
     include_str!("../../examples/descriptors/official/redmine/5.1.8-1.json"),
 ];
 
-pub fn builtin_descriptors() -> Vec<DoguDescriptor> {
-    BUILTIN_DESCRIPTORS.iter().map(|text| serde_json::from_str(text).expect("the built-in descriptors parse")).collect()
+/// A descriptor to serve: parsed (name, version) and the `dogu.json` text as the registry serves it.
+#[derive(Clone, Debug)]
+pub struct SeedDescriptor {
+    pub descriptor: DoguDescriptor,
+    pub text: String,
+}
+
+impl SeedDescriptor {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let descriptor: DoguDescriptor =
+            serde_json::from_str(text).map_err(|e| format!("not a valid dogu.json: {e}"))?;
+        if descriptor.name.is_empty() || descriptor.version.is_empty() {
+            return Err("a dogu.json needs Name and Version".into());
+        }
+        Ok(SeedDescriptor { descriptor, text: text.to_owned() })
+    }
+}
+
+pub fn builtin_descriptors() -> Vec<SeedDescriptor> {
+    BUILTIN_DESCRIPTORS
+        .iter()
+        .map(|text| SeedDescriptor::parse(text).expect("the built-in descriptors parse"))
+        .collect()
 }
 
 /// Every `DIR/<namespace>/<name>/<version>.json`.
-pub fn read_descriptors(dir: &Path) -> Result<Vec<DoguDescriptor>, String> {
+pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(next) = pending.pop() {
@@ -49,27 +71,40 @@ pub fn read_descriptors(dir: &Path) -> Result<Vec<DoguDescriptor>, String> {
                 pending.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
                 let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                found.push(
-                    serde_json::from_str(&text)
-                        .map_err(|e| format!("{}: not a valid dogu.json: {e}", path.display()))?,
-                );
+                found.push(SeedDescriptor::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
             }
         }
     }
     Ok(found)
 }
 
-/// Puts descriptors into the local dogu registry.
-pub fn registry(emulator: &Emulator, namespace: &str, descriptors: &[DoguDescriptor]) -> Result<(), ApiError> {
-    let mut by_dogu: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for descriptor in descriptors {
-        let simple = descriptor.name.rsplit('/').next().unwrap_or(&descriptor.name).to_owned();
-        by_dogu
-            .entry(simple)
-            .or_default()
-            .insert(descriptor.version.clone(), serde_json::to_string(descriptor).expect("descriptors serialize"));
+/// Serves the descriptors from the remote registry, and puts those of the dogus installed in the
+/// emulator into the local dogu registry (`dogu-spec-<dogu>`), as the dogu operator would have.
+pub fn registry(
+    emulator: &Emulator,
+    remote: &RegistryServer,
+    namespace: &str,
+    descriptors: &[SeedDescriptor],
+) -> Result<(), ApiError> {
+    let installed: BTreeMap<String, String> = emulator
+        .list("k8s.cloudogu.com/v2", "Dogu")
+        .iter()
+        .filter_map(|dogu| {
+            let name = dogu.pointer("/spec/name")?.as_str()?.to_owned();
+            let version = dogu.pointer("/spec/version")?.as_str()?.to_owned();
+            Some((name, version))
+        })
+        .collect();
+    let mut local: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for seed in descriptors {
+        remote.add(&seed.text).map_err(|message| ApiError { code: 422, reason: "Invalid", message })?;
+        let name = &seed.descriptor.name;
+        if installed.get(name) == Some(&seed.descriptor.version) {
+            let simple = name.rsplit('/').next().unwrap_or(name).to_owned();
+            local.entry(simple).or_default().insert(seed.descriptor.version.clone(), seed.text.clone());
+        }
     }
-    for (dogu, versions) in by_dogu {
+    for (dogu, versions) in local {
         emulator.create(json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",

@@ -15,8 +15,10 @@ use blueprint_machine::api::Blueprint;
 
 use super::api::{ApiError, Clock, Emulator};
 use super::ecosystem::{self, Behaviour};
+use super::registry::{RegistryServer, Served};
 use crate::controller::{self, Options};
 use crate::metrics::Metrics;
+use crate::registry::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 
 /// How the controller reaches the emulator.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +62,9 @@ struct RunningController {
 
 pub struct Sandbox {
     pub emulator: Emulator,
+    /// The remote dogu registry, reached by the controller over HTTP through its registry client.
+    pub registry: RegistryServer,
+    registry_served: Served,
     pub namespace: String,
     pub clock: Clock,
     /// Metrics of the controller (kept across restarts).
@@ -78,6 +83,9 @@ pub struct Sandbox {
 
 pub const OWN_COMPONENT: &str = "k8s-blueprint-operator";
 
+/// The sandbox registry's basic-auth credentials.
+const REGISTRY_CREDENTIALS: (&str, &str) = ("sandbox", "sandbox-registry-password");
+
 impl Sandbox {
     /// An emulator with the CRDs, and the simulated operators; seed it, then start the controller.
     pub async fn start(options: SandboxOptions, serve: Option<SocketAddr>) -> std::io::Result<Self> {
@@ -95,6 +103,9 @@ impl Sandbox {
             Some(address) => Transport::Http(emulator.serve(address).await?),
             None => Transport::InProcess,
         };
+        let registry =
+            RegistryServer::new(Some((REGISTRY_CREDENTIALS.0.to_owned(), REGISTRY_CREDENTIALS.1.to_owned())));
+        let registry_served = registry.serve(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let (sender, installed) = mpsc::unbounded_channel();
         let ecosystem = tokio::spawn(ecosystem::run(
             emulator.client(&options.namespace),
@@ -105,6 +116,8 @@ impl Sandbox {
         ));
         let mut sandbox = Sandbox {
             emulator,
+            registry,
+            registry_served,
             namespace: options.namespace,
             clock,
             metrics: Metrics::shared(),
@@ -147,6 +160,24 @@ impl Sandbox {
         }
     }
 
+    /// The endpoint of the sandbox's remote dogu registry.
+    pub fn registry_endpoint(&self) -> String {
+        self.registry_served.endpoint()
+    }
+
+    /// The registry client `run` would build for the sandbox's registry.
+    fn registry_client(&self) -> RemoteRegistry {
+        RemoteRegistry::new(&RemoteSettings {
+            endpoint: self.registry_endpoint(),
+            schema: UrlSchema::Default,
+            credentials: Some((REGISTRY_CREDENTIALS.0.to_owned(), REGISTRY_CREDENTIALS.1.to_owned())),
+            proxy: None,
+            timeout: Duration::from_secs(10),
+            extra_ca: None,
+        })
+        .expect("a client for the sandbox registry")
+    }
+
     /// Starts the controller as version `version` (the same code as `run`).
     pub fn start_controller(&mut self, version: &str) {
         let (stop, stopped) = oneshot::channel::<()>();
@@ -154,7 +185,8 @@ impl Sandbox {
             namespace: self.namespace.clone(),
             operator_version: version.to_owned(),
             debounce: self.debounce,
-            descriptors: None,
+            registry: Some(self.registry_client()),
+            descriptor_cache: CacheSettings::default(),
             clock: Some(self.clock.clone()),
         };
         let client = self.controller_client();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use blueprint_machine::api::Blueprint;
 use blueprint_operator::sandbox::api::LoggedRequest;
 use blueprint_operator::sandbox::ecosystem::Behaviour;
+use blueprint_operator::sandbox::registry::Fault;
 use blueprint_operator::sandbox::seed;
 use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions};
 use serde_json::{Value, json};
@@ -27,7 +28,7 @@ async fn sandbox_with(behaviour: Behaviour, cluster: &str) -> Sandbox {
     let options = SandboxOptions { virtual_clock: true, behaviour, ..Default::default() };
     let sandbox = Sandbox::start(options, None).await.unwrap();
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(cluster).unwrap()).unwrap();
-    seed::registry(&sandbox.emulator, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
+    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
     sandbox
 }
 
@@ -69,12 +70,14 @@ fn writes_of_controller(sandbox: &Sandbox) -> f64 {
 }
 
 /// Requests that change the ecosystem on the controller's behalf (not status reports of the simulated
-/// operators, not the Blueprint's status, not events).
+/// operators, not the Blueprint's status, not events, not the local dogu registry: a cache of
+/// descriptors, filled whenever a descriptor comes from the remote registry).
 fn ecosystem_writes(requests: &[LoggedRequest]) -> Vec<String> {
     requests
         .iter()
         .filter(|r| r.method != "GET" && r.status < 300)
         .filter(|r| !r.path.ends_with("/status") && !r.path.contains("/events") && !r.path.contains("/leases"))
+        .filter(|r| !r.path.contains("/configmaps/dogu-spec-") && !r.body.contains("local-dogu-registry"))
         .filter(|r| {
             r.path.contains("/dogus")
                 || r.path.contains("/components")
@@ -127,6 +130,71 @@ async fn a_fresh_install_completes_within_a_request_budget() {
     assert!(status_writes <= reconciles, "at most one status write per reconcile: {status_writes} > {reconciles}");
     assert!(requests <= 60.0, "the fresh install took {requests} requests");
     assert!(reconciles <= 8.0, "the fresh install took {reconciles} reconciles");
+
+    // Descriptors: one authenticated request per wanted dogu, each added to the local registry once.
+    let fetched = sandbox.registry.requests();
+    assert_eq!(fetched.len(), 7, "{fetched:#?}");
+    assert!(fetched.iter().all(|r| r.status == 200 && r.user.as_deref() == Some("sandbox")), "{fetched:#?}");
+    let cas = sandbox.emulator.get("v1", "ConfigMap", NS, "dogu-spec-cas").unwrap();
+    assert_eq!(cas["metadata"]["labels"]["k8s.cloudogu.com/type"], "local-dogu-registry");
+    let stored: Value = serde_json::from_str(cas["data"]["7.1.5-2"].as_str().unwrap()).unwrap();
+    assert_eq!(stored["Name"], "official/cas", "the whole dogu.json is stored");
+    assert!(stored.get("Image").is_some(), "the whole dogu.json is stored, not only what validation reads");
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn descriptors_come_from_memory_then_the_local_registry_never_the_network_again() {
+    let mut sandbox = fresh_sandbox().await;
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&default_blueprint()).unwrap();
+    sandbox.wait_until(NAME, LIMIT, completed).await.unwrap();
+    let fetched = sandbox.registry.requests().len();
+    let lookups = metric(&sandbox, "blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}");
+
+    // Reconciles after completion (triggered by config changes) are answered from memory.
+    let labels = json!({"app": "ces", "dogu.name": "other", "k8s.cloudogu.com/type": "dogu-config"});
+    sandbox
+        .emulator
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-config", "namespace": NS, "labels": labels}}))
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let memory_hits =
+        metric(&sandbox, "blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}") - lookups;
+    assert_eq!(memory_hits, 7.0, "one more reconcile, every descriptor from memory");
+    assert_eq!(sandbox.registry.requests().len(), fetched, "no registry request after completion");
+
+    // A new operator process has an empty memory: the local registry answers, the network is not asked.
+    sandbox.stop_controller().await;
+    let local_hits = metric(&sandbox, "blueprint_operator_descriptor_lookups_total{layer=\"local\",result=\"hit\"}");
+    sandbox.start_controller("0.1.0");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let local_hits =
+        metric(&sandbox, "blueprint_operator_descriptor_lookups_total{layer=\"local\",result=\"hit\"}") - local_hits;
+    assert_eq!(local_hits, 7.0, "the restarted operator read every descriptor from the local registry");
+    assert_eq!(sandbox.registry.requests().len(), fetched, "no registry request after a restart");
+    assert!(sandbox.blueprint(NAME).is_some_and(|b| completed(&b)));
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unavailable_registry_requeues_until_it_answers() {
+    let mut sandbox = fresh_sandbox().await;
+    sandbox.registry.inject(Fault::Status(503), 7);
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&default_blueprint()).unwrap();
+    let unknown = sandbox.wait_until(NAME, LIMIT, |b| condition_is(b, "Valid", "Unknown")).await;
+    let valid =
+        unknown.as_ref().and_then(|b| b.status.as_ref()).and_then(|s| s.conditions.iter().find(|c| c.type_ == "Valid"));
+    assert!(
+        valid.is_some_and(|c| c.message.contains("answered HTTP 503")),
+        "the condition says why: {}",
+        conditions(&sandbox)
+    );
+    let done = sandbox.wait_until(NAME, LIMIT, completed).await;
+    assert!(done.is_some(), "not completed once the registry answered: {}", conditions(&sandbox));
+    let failed = sandbox.registry.requests().iter().filter(|r| r.status == 503).count();
+    assert_eq!(failed, 7, "every fault was met, and the registry was asked again");
     sandbox.shutdown().await;
 }
 
@@ -142,16 +210,28 @@ async fn after_completion_reconciles_write_nothing_and_emit_nothing() {
     let events = sandbox.events().len();
     // Changes of watched objects that do not concern the blueprint trigger reconciles.
     for i in 0..5 {
+        let labels =
+            json!({"app": "ces", "dogu.name": format!("unrelated-{i}"), "k8s.cloudogu.com/type": "dogu-config"});
         sandbox
             .emulator
-            .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("unrelated-{i}"), "namespace": NS, "labels": {"app": "ces"}}}))
+            .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("unrelated-{i}-config"), "namespace": NS, "labels": labels}}))
             .unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     tokio::time::sleep(Duration::from_secs(60)).await;
-    assert!(
-        metric(&sandbox, "blueprint_operator_reconciles_total") >= reconciles + 5.0,
-        "the changes triggered reconciles"
+    let after_config = metric(&sandbox, "blueprint_operator_reconciles_total");
+    assert!(after_config >= reconciles + 5.0, "the changes triggered reconciles");
+    // The local dogu registry (also `app=ces`) is a cache of descriptors: its changes trigger nothing.
+    let labels = json!({"app": "ces", "dogu.name": "unrelated", "k8s.cloudogu.com/type": "local-dogu-registry"});
+    sandbox
+        .emulator
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dogu-spec-unrelated", "namespace": NS, "labels": labels}}))
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        metric(&sandbox, "blueprint_operator_reconciles_total"),
+        after_config,
+        "a dogu-spec ConfigMap triggered"
     );
     assert_eq!(writes_of_controller(&sandbox), writes, "no write after completion");
     assert_eq!(sandbox.events().len(), events, "no event after completion");

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_operator::controller::{Context, Outcome, Stores};
-use blueprint_operator::descriptors::LocalDescriptors;
 use blueprint_operator::metrics::Metrics;
+use blueprint_operator::registry::{CacheSettings, LocalStore, Registry};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -194,8 +194,11 @@ impl Harness {
     pub async fn reconcile(&self, responder: Responder) -> (Outcome, Vec<Recorded>) {
         let (client, recorded, server) = self.client(responder);
         let stores = self.stores();
-        let descriptors = Arc::new(LocalDescriptors::new(stores.config_maps.clone(), NAMESPACE));
-        let context = Context::new(client, NAMESPACE.into(), "1.0.0".into(), stores, descriptors, Metrics::shared())
+        let metrics = Metrics::shared();
+        let local =
+            LocalStore::new(stores.config_maps.clone(), kube::Api::namespaced(client.clone(), NAMESPACE), NAMESPACE);
+        let descriptors = Arc::new(Registry::new(local, None, CacheSettings::default(), metrics.clone()));
+        let context = Context::new(client, NAMESPACE.into(), "1.0.0".into(), stores, descriptors, metrics)
             .with_clock(|| Timestamp::from_second(1_767_225_600).unwrap());
         let outcome = context.reconcile(crate::support::NAME).await;
         drop(context);
