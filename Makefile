@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test lint crds bench build
+.PHONY: run plan test lint crds bench record-corpus build
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -33,7 +33,14 @@ crds:
 
 ## bench: the benchmarks
 bench:
-	$(CARGO) bench --locked --bench reconcile
+	$(CARGO) bench --locked --bench reconcile --bench replay
+
+## record-corpus: re-record the replay corpus (tests/replay/) from the sandbox scenarios, on purpose:
+## after a deliberate change of behaviour, or of the journal format
+record-corpus:
+	rm -f tests/replay/*.jsonl
+	RECORD_CORPUS=1 $(CARGO) test --locked --test main sandbox::e2e
+	$(CARGO) run --quiet --locked -- replay tests/replay/*.jsonl
 
 build:
 	$(CARGO) build --release --locked

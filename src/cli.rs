@@ -23,7 +23,10 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// The in-cluster operator (configured by environment variables; kubeconfig or in-cluster config).
-    Run,
+    Run {
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
     /// Offline: what would one reconcile decide for this blueprint on this cluster?
     ///
     /// Exit code 0: nothing to do; 2: changes pending; 1: error or invalid blueprint.
@@ -71,6 +74,20 @@ pub enum Command {
         /// Give up after this long (500ms, 30s, 2m).
         #[arg(long, default_value = "60s", value_parser = crate::config::parse_duration)]
         timeout: std::time::Duration,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Offline: re-run recorded reconciles (a journal of `run` or `sandbox`) with this operator and
+    /// report every decision it now makes differently.
+    ///
+    /// Exit code 0: every decision identical; 1: a divergence; 2: a file cannot be read.
+    Replay {
+        /// Journal files, replayed in the order given (rotated files: oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print record N (counted from 1 over all files) in `plan`'s format, with what was executed.
+        #[arg(long, value_name = "N")]
+        explain: Option<usize>,
     },
     /// Print a CRD manifest.
     Crd {
@@ -79,13 +96,47 @@ pub enum Command {
     },
 }
 
+/// Recording reconciles (`run`, `sandbox`).
+#[derive(clap::Args, Debug)]
+pub struct JournalArgs {
+    /// Append one JSON line per reconcile (observation, decision, execution) to this file.
+    #[arg(long = "journal", env = "JOURNAL_PATH", value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// Rotate the journal before it grows past this size (a Kubernetes quantity: 64Mi, 500k, 1G).
+    #[arg(long = "journal-max-bytes", env = "JOURNAL_MAX_BYTES", default_value = "64Mi", value_parser = parse_bytes)]
+    pub max_bytes: u64,
+    /// Rotated journal files kept (PATH.1 is the newest).
+    #[arg(long = "journal-keep", env = "JOURNAL_KEEP", default_value_t = 3)]
+    pub keep: usize,
+}
+
+impl JournalArgs {
+    pub fn settings(&self) -> Option<crate::journal::JournalSettings> {
+        self.path.as_ref().map(|path| crate::journal::JournalSettings {
+            path: path.clone(),
+            max_bytes: self.max_bytes,
+            keep: self.keep,
+        })
+    }
+}
+
+/// A positive number of bytes, written as a Kubernetes quantity.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let quantity = blueprint_machine::model::Quantity::parse(text).map_err(|p| p.to_string())?;
+    quantity
+        .whole()
+        .and_then(|bytes| u64::try_from(bytes).ok())
+        .filter(|bytes| *bytes > 0)
+        .ok_or_else(|| format!("{text:?} is not a whole positive number of bytes"))
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run => {
+        Command::Run { journal } => {
             let runtime =
                 tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
-            match runtime.block_on(crate::run::run()) {
+            match runtime.block_on(crate::run::run(journal.settings())) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     eprintln!("error: {message}");
@@ -93,15 +144,34 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Sandbox { blueprint, cluster, descriptors, serve, timeout } => {
+        Command::Sandbox { blueprint, cluster, descriptors, serve, timeout, journal } => {
             let runtime =
                 tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
-            let args = crate::sandbox::command::SandboxArgs { blueprint, cluster, descriptors, serve, timeout };
+            let args = crate::sandbox::command::SandboxArgs {
+                blueprint,
+                cluster,
+                descriptors,
+                serve,
+                timeout,
+                journal: journal.settings(),
+            };
             match runtime.block_on(crate::sandbox::command::run(args)) {
                 Ok(code) => ExitCode::from(code as u8),
                 Err(message) => {
                     eprintln!("error: {message}");
                     ExitCode::from(1)
+                }
+            }
+        }
+        Command::Replay { files, explain } => {
+            match crate::journal::replay::run(&crate::journal::replay::ReplayArgs { files, explain }) {
+                Ok(output) => {
+                    print!("{}", output.stdout);
+                    ExitCode::from(output.exit_code)
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(2)
                 }
             }
         }
@@ -136,5 +206,43 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn journal_sizes_are_kubernetes_quantities() {
+        assert_eq!(parse_bytes("64Mi"), Ok(64 << 20));
+        assert_eq!(parse_bytes("500k"), Ok(500_000));
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert!(parse_bytes("0").unwrap_err().contains("not a whole positive number of bytes"));
+        assert!(parse_bytes("1.5").is_err());
+        assert!(parse_bytes("-1Mi").is_err());
+        assert!(parse_bytes("lots").unwrap_err().contains("quantities must match"));
+    }
+
+    #[test]
+    fn run_takes_the_journal_settings() {
+        let cli = Cli::try_parse_from([
+            "blueprint-operator",
+            "run",
+            "--journal",
+            "/data/j.jsonl",
+            "--journal-max-bytes",
+            "1Mi",
+        ])
+        .unwrap();
+        let Command::Run { journal } = cli.command else { panic!("not run") };
+        let settings = journal.settings().unwrap();
+        assert_eq!(settings.path, PathBuf::from("/data/j.jsonl"));
+        assert_eq!((settings.max_bytes, settings.keep), (1 << 20, 3));
+        let cli = Cli::try_parse_from(["blueprint-operator", "run"]).unwrap();
+        let Command::Run { journal } = cli.command else { panic!("not run") };
+        assert_eq!(journal.settings(), None, "no journal unless asked for");
     }
 }

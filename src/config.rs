@@ -139,8 +139,9 @@ fn registry_settings(
     let Some(endpoint) = lookup("DOGU_REGISTRY_ENDPOINT") else {
         return Ok(None);
     };
-    let schema = match lookup("DOGU_REGISTRY_URLSCHEMA").as_deref() {
-        None | Some("default") => UrlSchema::Default,
+    // Trimmed and case-insensitive: the value often comes from a Secret written by hand.
+    let schema = match lookup("DOGU_REGISTRY_URLSCHEMA").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("default") => UrlSchema::Default,
         Some("index") => UrlSchema::Index,
         Some(other) => {
             return Err(SettingsError::Invalid {
@@ -251,6 +252,13 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+    }
+
+    #[test]
+    fn the_url_schema_is_read_as_a_hand_written_secret_holds_it() {
+        let endpoint = ("DOGU_REGISTRY_ENDPOINT", "https://dogu.example.com");
+        let s = settings(&[("NAMESPACE", "x"), endpoint, ("DOGU_REGISTRY_URLSCHEMA", "Index\n")]).unwrap();
+        assert_eq!(s.registry.unwrap().schema, UrlSchema::Index);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod controller;
 pub mod crd;
 pub mod execute;
 pub mod http;
+pub mod journal;
 pub mod leader;
 pub mod metrics;
 pub mod observe;

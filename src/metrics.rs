@@ -58,6 +58,8 @@ pub struct Metrics {
     pub descriptor_lookups: Family<LookupLabels, Counter>,
     pub registry_requests: Family<RegistryLabels, Counter>,
     pub registry_request_duration: Histogram,
+    pub journal_records: Counter,
+    pub journal_errors: Counter,
 }
 
 impl Default for Metrics {
@@ -99,6 +101,10 @@ impl Default for Metrics {
             "Duration of one request to the remote dogu registry",
             registry_request_duration.clone(),
         );
+        let journal_records = Counter::default();
+        registry.register("journal_records", "Reconciles recorded in the journal", journal_records.clone());
+        let journal_errors = Counter::default();
+        registry.register("journal_errors", "Reconciles the journal could not record", journal_errors.clone());
         Metrics {
             registry,
             reconciles,
@@ -111,6 +117,8 @@ impl Default for Metrics {
             descriptor_lookups,
             registry_requests,
             registry_request_duration,
+            journal_records,
+            journal_errors,
         }
     }
 }

@@ -8,6 +8,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{LEASE_NAME, Settings};
 use crate::controller::{self, Options};
+use crate::journal::{Journal, JournalSettings};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::registry::RemoteRegistry;
@@ -31,7 +32,7 @@ pub async fn termination() {
     }
 }
 
-pub async fn run() -> Result<(), String> {
+pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     telemetry::init(&settings.log_level, settings.log_format);
     tracing::info!(version = %settings.operator_version, namespace = %settings.namespace, "starting");
@@ -71,12 +72,22 @@ pub async fn run() -> Result<(), String> {
         });
     }
 
+    let journal = match journal {
+        Some(settings) => {
+            let shown = settings.path.display().to_string();
+            let journal = Journal::open(settings).map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
+            tracing::info!(journal = %shown, "recording every reconcile");
+            Some(Arc::new(journal))
+        }
+        None => None,
+    };
     let options = Options {
         namespace: settings.namespace.clone(),
         operator_version: settings.operator_version.clone(),
         debounce: settings.debounce,
         registry,
         descriptor_cache: settings.descriptor_cache,
+        journal,
         clock: None,
     };
     if !settings.leader_election {

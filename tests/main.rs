@@ -2,6 +2,7 @@
 
 mod acceptance;
 mod crd;
+mod journal;
 mod plan_cli;
 mod properties;
 mod registry;

@@ -225,14 +225,20 @@ fn crd_prints_the_committed_manifest() {
     assert_eq!(stdout(&output), committed);
 }
 
-/// The README shows `plan` on the examples with its real output; this keeps it true.
+/// The README shows `plan` on the examples and `replay` on the corpus with their real output, and the
+/// real `--help`; this keeps it true.
 #[test]
 fn the_readme_shows_the_real_plan_output() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let mut checked = 0;
     let mut lines = readme.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some(command) = line.strip_prefix("$ blueprint-operator plan ") else { continue };
+        let Some((subcommand, command)) = ["plan", "replay"]
+            .iter()
+            .find_map(|s| line.strip_prefix(&format!("$ blueprint-operator {s} ")).map(|c| (*s, c)))
+        else {
+            continue;
+        };
         let mut command = command.to_owned();
         while command.ends_with('\\') {
             command.pop();
@@ -246,17 +252,36 @@ fn the_readme_shows_the_real_plan_output() {
             }
             shown.push(line);
         };
-        let args: Vec<&str> = command.split_whitespace().collect();
+        let mut args: Vec<String> = Vec::new();
+        for arg in command.split_whitespace() {
+            // `tests/replay/*.jsonl` as a shell would expand it.
+            match arg.strip_suffix("*.jsonl") {
+                Some(dir) => {
+                    let mut files: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
+                        .unwrap()
+                        .map(|e| format!("{dir}{}", e.unwrap().file_name().to_string_lossy()))
+                        .filter(|f| f.ends_with(".jsonl"))
+                        .collect();
+                    files.sort();
+                    args.extend(files);
+                }
+                None => args.push(arg.to_owned()),
+            }
+        }
         let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .arg("plan")
+            .arg(subcommand)
             .args(&args)
             .output()
             .unwrap();
         let actual = stdout(&output) + &stderr(&output);
-        assert_eq!(actual.trim_end(), shown.join("\n"), "README output of `plan {command}` is out of date");
-        assert_eq!(output.status.code(), Some(exit_code), "README exit code of `plan {command}`");
+        assert_eq!(actual.trim_end(), shown.join("\n"), "README output of `{subcommand} {command}` is out of date");
+        assert_eq!(output.status.code(), Some(exit_code), "README exit code of `{subcommand} {command}`");
         checked += 1;
     }
-    assert!(checked >= 4, "the README shows plan on {checked} examples");
+    let help = readme.split("$ blueprint-operator --help\n").nth(1).expect("the README shows --help");
+    let help = help.split("\n```").next().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator")).arg("--help").output().unwrap();
+    assert_eq!(stdout(&output).trim_end(), help, "README --help is out of date");
+    assert!(checked >= 6, "the README shows plan and replay {checked} times");
 }

@@ -14,7 +14,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::decision::{ApplyFailure, Decision, Operation};
@@ -22,6 +22,7 @@ use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts
 
 use super::backoff::BackoffTracker;
 use crate::execute::{ConfigStores, Executor};
+use crate::journal::{Journal, Record};
 use crate::metrics::{ActionLabels, Metrics, OutcomeLabels};
 use crate::observe::secrets::SecretDigests;
 use crate::observe::{Digester, Snapshot, is_health_config};
@@ -44,6 +45,24 @@ pub struct Stores {
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
 }
 
+impl Stores {
+    /// Resolves once every cache has listed its objects (at once after that): the Blueprints' watch can
+    /// start reconciles before the other caches are filled, and deciding on an empty cache of Dogus
+    /// would mean deciding on a cluster without them.
+    pub async fn ready(&self) -> Result<(), ReconcileError> {
+        let result = futures::try_join!(
+            self.blueprints.wait_until_ready(),
+            self.dogus.wait_until_ready(),
+            self.components.wait_until_ready(),
+            self.config_maps.wait_until_ready(),
+            self.health_config.wait_until_ready(),
+            self.sensitive_configs.wait_until_ready(),
+            self.secret_metadata.wait_until_ready(),
+        );
+        result.map(|_| ()).map_err(|_| ReconcileError::CachesStopped)
+    }
+}
+
 /// Everything a reconcile needs; shared by all reconciles.
 pub struct Context {
     pub client: Client,
@@ -60,10 +79,11 @@ pub struct Context {
     /// cache shows the write, the written object is what is observed (read-your-writes).
     written: Mutex<HashMap<String, (String, Blueprint)>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+    journal: Option<Arc<Journal>>,
 }
 
 /// How the status write went.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "result")]
 pub enum StatusWrite {
     /// Nothing to write: the stored status is the decided one.
@@ -82,14 +102,28 @@ pub enum StatusWrite {
 pub struct Outcome {
     /// `None` when the reconcile could not observe (a read failed).
     pub observation: Option<Observation>,
+    /// What `reconcile` decided.
     pub decision: Option<Decision>,
     /// Actions performed (a prefix of the decision's actions).
     pub performed: usize,
     pub failure: Option<ApplyFailure>,
+    /// What `record_failure` decided after the failure: its status is the one written.
+    pub after_failure: Option<Decision>,
     pub status: StatusWrite,
     pub events_published: usize,
+    /// When the next reconcile comes; `None`: on the next change.
+    pub requeue_after: Option<Duration>,
     #[serde(skip)]
     pub requeue: Requeue,
+    /// Why the reconcile could not observe.
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    /// The decision whose status was written and whose events were published.
+    pub fn final_decision(&self) -> Option<&Decision> {
+        self.after_failure.as_ref().or(self.decision.as_ref())
+    }
 }
 
 /// Why a reconcile could not even decide.
@@ -97,6 +131,8 @@ pub struct Outcome {
 pub enum ReconcileError {
     #[error("could not read a referenced Secret: {0}")]
     ReadSecret(#[source] kube::Error),
+    #[error("the caches stopped before they were filled")]
+    CachesStopped,
 }
 
 impl Context {
@@ -123,7 +159,14 @@ impl Context {
             backoff: BackoffTracker::default(),
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
+            journal: None,
         }
+    }
+
+    /// Records every reconcile in `journal`.
+    pub fn with_journal(mut self, journal: Option<Arc<Journal>>) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// Replaces the wall clock (tests).
@@ -207,15 +250,20 @@ impl Context {
                 let delay = self.backoff.next(name);
                 self.metrics.objects_in_backoff.set(self.backoff.len() as i64);
                 self.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: "ObserveFailed".into() }).inc();
-                return Outcome {
+                let outcome = Outcome {
                     observation: None,
                     decision: None,
                     performed: 0,
                     failure: None,
+                    after_failure: None,
                     status: StatusWrite::Unchanged,
                     events_published: 0,
+                    requeue_after: Some(delay),
                     requeue: Requeue::requeue(delay),
+                    error: Some(error.to_string()),
                 };
+                self.record(name, &outcome);
+                return outcome;
             }
         };
         self.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
@@ -226,13 +274,31 @@ impl Context {
             (None, _) => outcome.decision.as_ref().map(|d| d.state.to_string()).unwrap_or_default(),
         };
         self.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: label }).inc();
+        self.record(name, &outcome);
         outcome
     }
 
+    /// Appends the reconcile to the journal, if there is one. A journal that cannot be written is
+    /// reported and does not stop reconciling.
+    fn record(&self, name: &str, outcome: &Outcome) {
+        let Some(journal) = &self.journal else { return };
+        let record = Record::of(outcome, name, &self.operator_version, self.now());
+        match journal.append(&record) {
+            Ok(()) => {
+                self.metrics.journal_records.inc();
+            }
+            Err(error) => {
+                self.metrics.journal_errors.inc();
+                tracing::warn!(%error, journal = %journal.path().display(), "cannot write the journal");
+            }
+        }
+    }
+
     async fn reconcile_inner(&self, name: &str) -> Result<Outcome, ReconcileError> {
+        self.stores.ready().await?;
         let blueprint = self.blueprint(name);
         let observation = self.observe(blueprint.as_deref()).await?;
-        let mut decision = blueprint_machine::reconcile(&observation);
+        let decision = blueprint_machine::reconcile(&observation);
 
         let executor = Executor::new(
             self.client.clone(),
@@ -266,12 +332,12 @@ impl Context {
                 }
             }
         }
-        if let Some(failure) = &failure {
-            decision = blueprint_machine::record_failure(&observation, &decision, failure);
-        }
+        let after_failure =
+            failure.as_ref().map(|failure| blueprint_machine::record_failure(&observation, &decision, failure));
+        let written = after_failure.as_ref().unwrap_or(&decision);
 
         let mut status_write = StatusWrite::Unchanged;
-        if let (Some(blueprint), Some(wanted)) = (blueprint.as_deref(), decision.status.as_ref()) {
+        if let (Some(blueprint), Some(wanted)) = (blueprint.as_deref(), written.status.as_ref()) {
             let version = blueprint.metadata.resource_version.clone().unwrap_or_default();
             if let Some(patch) = status::status_patch(blueprint.status.as_ref(), wanted, &version) {
                 let api = Api::<Blueprint>::namespaced(self.client.clone(), &self.namespace);
@@ -294,23 +360,23 @@ impl Context {
             // A recorder per reconcile: kube-runtime's recorder folds events of the same reason into one
             // series and keeps the first note; ours are already one per transition, each with its own note.
             let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
-            events_published = publish::publish(&recorder, blueprint, &decision.events).await;
+            events_published = publish::publish(&recorder, blueprint, &written.events).await;
             self.metrics.events.inc_by(events_published as u64);
         }
 
-        let requeue = match &status_write {
-            StatusWrite::Conflict => Requeue::requeue(Duration::from_secs(1)),
-            StatusWrite::Failed { .. } => Requeue::requeue(self.backoff.next(name)),
-            _ => match &decision.requeue {
+        let requeue_after = match &status_write {
+            StatusWrite::Conflict => Some(Duration::from_secs(1)),
+            StatusWrite::Failed { .. } => Some(self.backoff.next(name)),
+            _ => match &written.requeue {
                 blueprint_machine::Requeue::AwaitChange => {
                     self.backoff.reset(name);
-                    Requeue::await_change()
+                    None
                 }
                 blueprint_machine::Requeue::After { after, .. } => {
                     self.backoff.reset(name);
-                    Requeue::requeue(*after)
+                    Some(*after)
                 }
-                blueprint_machine::Requeue::Backoff { .. } => Requeue::requeue(self.backoff.next(name)),
+                blueprint_machine::Requeue::Backoff { .. } => Some(self.backoff.next(name)),
             },
         };
         self.metrics.objects_in_backoff.set(self.backoff.len() as i64);
@@ -319,9 +385,12 @@ impl Context {
             decision: Some(decision),
             performed,
             failure,
+            after_failure,
             status: status_write,
             events_published,
-            requeue,
+            requeue_after,
+            requeue: requeue_after.map_or_else(Requeue::await_change, Requeue::requeue),
+            error: None,
         })
     }
 }

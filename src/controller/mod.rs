@@ -26,6 +26,7 @@ use blueprint_machine::health::HEALTH_CONFIG_MAP;
 
 pub use context::{Context, Outcome, StatusWrite, Stores};
 
+use crate::journal::Journal;
 use crate::metrics::Metrics;
 use crate::observe::config_kind;
 use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
@@ -38,6 +39,8 @@ pub struct Options {
     /// The remote dogu registry, asked when the local one lacks a descriptor.
     pub registry: Option<RemoteRegistry>,
     pub descriptor_cache: CacheSettings,
+    /// Record every reconcile here.
+    pub journal: Option<Arc<Journal>>,
     /// The clock of observations; default: the wall clock.
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
@@ -102,25 +105,21 @@ pub async fn run_controller(
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
     let descriptors = Arc::new(Registry::new(local, options.registry, options.descriptor_cache, metrics.clone()));
-    let context =
-        Arc::new(Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics));
+    let mut context = Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics)
+        .with_journal(options.journal);
+    if let Some(clock) = options.clock {
+        context = context.with_clock(move || clock());
+    }
+    let context = Arc::new(context);
 
     // Ready once every cache has listed its objects.
     tokio::spawn({
         let stores = stores.clone();
         async move {
-            let synced = futures::future::join_all([
-                Box::pin(wait(stores.blueprints)) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
-                Box::pin(wait(stores.dogus)),
-                Box::pin(wait(stores.components)),
-                Box::pin(wait(stores.config_maps)),
-                Box::pin(wait(stores.health_config)),
-                Box::pin(wait(stores.sensitive_configs)),
-                Box::pin(wait(stores.secret_metadata)),
-            ]);
-            synced.await;
-            ready.store(true, Ordering::Relaxed);
-            tracing::info!("caches synced");
+            if stores.ready().await.is_ok() {
+                ready.store(true, Ordering::Relaxed);
+                tracing::info!("caches synced");
+            }
         }
     });
 
@@ -184,14 +183,6 @@ pub async fn run_controller(
         .await;
 }
 
-async fn wait<K>(store: Store<K>)
-where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    let _ = store.wait_until_ready().await;
-}
-
 async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<Action, Infallible> {
     let name = blueprint.name_any();
     let span = tracing::info_span!(
@@ -205,7 +196,7 @@ async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<A
     async move {
         let outcome = context.reconcile(&name).await;
         let span = tracing::Span::current();
-        if let Some(decision) = &outcome.decision {
+        if let Some(decision) = outcome.final_decision() {
             span.record("state", tracing::field::display(decision.state));
             span.record("actions", outcome.performed);
         }

@@ -11,6 +11,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
 
 use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::objects::MANAGER;
 
 pub const LOCAL_REGISTRY_TYPE: &str = "local-dogu-registry";
 
@@ -65,8 +66,9 @@ impl LocalStore {
     pub async fn add(&self, descriptor: &DoguDescriptor, text: &str) -> Result<Added, kube::Error> {
         let name = config_map_name(&descriptor.name);
         let mut current = self.cached(&descriptor.name).map(|c| (*c).clone());
-        let mut last_error = None;
-        for _ in 0..ADD_ATTEMPTS {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let result = match &current {
                 None => self.create(&name, descriptor, text).await.map(|_| Added::Created),
                 Some(existing) if existing.data.as_ref().is_some_and(|d| d.contains_key(&descriptor.version)) => {
@@ -78,19 +80,20 @@ impl LocalStore {
                         "metadata": {"resourceVersion": existing.metadata.resource_version},
                         "data": {descriptor.version.as_str(): text},
                     });
-                    self.api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| Added::Patched)
+                    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+                    self.api.patch(&name, &params, &Patch::Merge(&patch)).await.map(|_| Added::Patched)
                 }
             };
             match result {
                 Ok(added) => return Ok(added),
-                Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {
-                    last_error = Some(kube::Error::Api(status));
+                Err(kube::Error::Api(status))
+                    if (status.code == 409 || status.code == 404) && attempt < ADD_ATTEMPTS =>
+                {
                     current = self.api.get_opt(&name).await?;
                 }
                 Err(error) => return Err(error),
             }
         }
-        Err(last_error.expect("the loop ran at least once"))
     }
 
     async fn create(&self, name: &str, descriptor: &DoguDescriptor, text: &str) -> Result<ConfigMap, kube::Error> {
@@ -110,6 +113,7 @@ impl LocalStore {
             data: Some(BTreeMap::from([(descriptor.version.clone(), text.to_owned())])),
             ..Default::default()
         };
-        self.api.create(&PostParams::default(), &config_map).await
+        let params = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        self.api.create(&params, &config_map).await
     }
 }

@@ -54,6 +54,9 @@ impl Default for CacheSettings {
 type Key = (String, String);
 type Flight = Shared<BoxFuture<'static, DescriptorLookup>>;
 
+/// How long a local dogu registry write may take before it is given up (it is only a cache fill).
+const LOCAL_ADD_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The three layers behind one [`DescriptorSource`].
 #[derive(Clone)]
 pub struct Registry {
@@ -66,7 +69,10 @@ struct Inner {
     not_found: Mutex<LruCache<Key, Instant>>,
     local: LocalStore,
     remote: Option<RemoteRegistry>,
+    /// Remote requests under way. Lock order: `in_flight` before `found` and `not_found`.
     in_flight: Mutex<HashMap<Key, Flight>>,
+    /// Local dogu registry writes under way (see [`Registry::settled`]).
+    adding: tokio::sync::watch::Sender<usize>,
     not_found_ttl: Duration,
     metrics: Arc<Metrics>,
 }
@@ -80,10 +86,17 @@ impl Registry {
                 local,
                 remote,
                 in_flight: Mutex::new(HashMap::new()),
+                adding: tokio::sync::watch::Sender::new(0),
                 not_found_ttl: cache.not_found_ttl,
                 metrics,
             }),
         }
+    }
+
+    /// Resolves when no local dogu registry write is under way (tests, shutdown).
+    pub async fn settled(&self) {
+        let mut adding = self.inner.adding.subscribe();
+        let _ = adding.wait_for(|count| *count == 0).await;
     }
 }
 
@@ -93,8 +106,10 @@ impl DescriptorSource for Registry {
         let inner = self.inner.clone();
         async move {
             if let Some(answer) = inner.remembered(&key) {
-                return answer;
+                inner.metrics.count_descriptor_lookup("memory", answer.1);
+                return answer.0;
             }
+            inner.metrics.count_descriptor_lookup("memory", "miss");
             if let Some(descriptor) = inner.local.get(name, version) {
                 inner.metrics.count_descriptor_lookup("local", "hit");
                 inner.found.lock().expect("not poisoned").put(key, descriptor.clone());
@@ -115,47 +130,58 @@ impl DescriptorSource for Registry {
 }
 
 impl Inner {
-    /// The in-process answer, if there is one: a descriptor, or a "not found" that has not expired.
-    fn remembered(&self, key: &Key) -> Option<DescriptorLookup> {
+    /// The in-process answer, if there is one: a descriptor, or a "not found" that has not expired;
+    /// with the metric's result label.
+    fn remembered(&self, key: &Key) -> Option<(DescriptorLookup, &'static str)> {
         if let Some(descriptor) = self.found.lock().expect("not poisoned").get(key) {
-            self.metrics.count_descriptor_lookup("memory", "hit");
-            return Some(DescriptorLookup::Found { descriptor: descriptor.clone() });
+            return Some((DescriptorLookup::Found { descriptor: descriptor.clone() }, "hit"));
         }
         let mut not_found = self.not_found.lock().expect("not poisoned");
         match not_found.get(key) {
-            Some(until) if Instant::now() < *until => {
-                self.metrics.count_descriptor_lookup("memory", "notFoundHit");
-                return Some(DescriptorLookup::NotFound);
-            }
+            Some(until) if Instant::now() < *until => Some((DescriptorLookup::NotFound, "notFoundHit")),
             Some(_) => {
                 not_found.pop(key);
+                None
             }
-            None => {}
+            None => None,
         }
-        self.metrics.count_descriptor_lookup("memory", "miss");
-        None
     }
 
-    /// Joins the request in flight for `key`, or starts it. The flight records its answer in the
-    /// cache before it leaves the table, so a later lookup finds one or the other.
+    /// Joins the request in flight for `key`, or starts one. The request runs as its own task, so a
+    /// lookup that is dropped (a cancelled reconcile) neither stops it nor leaves it half done. The
+    /// task records its answer under the table's lock and only then leaves the table, and a new flight
+    /// is only started after checking the cache under that lock: a lookup finds the flight or its
+    /// answer, and a key that is answered from the cache is never asked twice.
     fn fly(inner: &Arc<Inner>, key: Key) -> Flight {
         let mut in_flight = inner.in_flight.lock().expect("not poisoned");
-        in_flight
-            .entry(key.clone())
-            .or_insert_with(|| {
-                let inner = inner.clone();
-                async move {
-                    let answer = inner.fetch(&key).await;
-                    inner.in_flight.lock().expect("not poisoned").remove(&key);
-                    answer
-                }
-                .boxed()
-                .shared()
+        if let Some(flight) = in_flight.get(&key) {
+            return flight.clone();
+        }
+        if let Some((answer, _)) = inner.remembered(&key) {
+            return futures::future::ready(answer).boxed().shared();
+        }
+        let task = tokio::spawn({
+            let inner = inner.clone();
+            let key = key.clone();
+            async move {
+                // Leaves the table even if the fetch panics.
+                let _leave = Leave { inner: inner.clone(), key: key.clone() };
+                inner.fetch(&key).await
+            }
+        });
+        let flight = task
+            .map(|joined| {
+                joined.unwrap_or_else(|error| DescriptorLookup::Unavailable {
+                    reason: format!("the descriptor lookup failed: {error}"),
+                })
             })
-            .clone()
+            .boxed()
+            .shared();
+        in_flight.insert(key, flight.clone());
+        flight
     }
 
-    async fn fetch(&self, key: &Key) -> DescriptorLookup {
+    async fn fetch(self: &Arc<Self>, key: &Key) -> DescriptorLookup {
         let remote = self.remote.as_ref().expect("only flown with a remote registry");
         let (name, version) = (&key.0, &key.1);
         let started = Instant::now();
@@ -165,16 +191,12 @@ impl Inner {
             Err(error) => error.outcome(),
         };
         self.metrics.observe_registry_request(outcome, started.elapsed());
-        match result {
+        // Recorded under the flight table's lock (see `fly`); the flight leaves the table afterwards.
+        let in_flight = self.in_flight.lock().expect("not poisoned");
+        let answer = match result {
             Ok(fetched) => {
                 self.found.lock().expect("not poisoned").put(key.clone(), fetched.descriptor.clone());
-                // Only a cache fill: a failure costs a remote request later, not this reconcile.
-                match self.local.add(&fetched.descriptor, &fetched.text).await {
-                    Ok(added) => tracing::debug!(dogu = %name, %version, ?added, "local dogu registry"),
-                    Err(error) => {
-                        tracing::info!(dogu = %name, %version, %error, "cannot add the descriptor to the local dogu registry")
-                    }
-                }
+                self.add_locally(fetched.descriptor.clone(), fetched.text);
                 DescriptorLookup::Found { descriptor: fetched.descriptor }
             }
             Err(RemoteError::NotFound { .. }) => {
@@ -186,6 +208,42 @@ impl Inner {
                 tracing::warn!(dogu = %name, %version, %error, "dogu registry unavailable");
                 DescriptorLookup::Unavailable { reason: error.to_string() }
             }
+        };
+        drop(in_flight);
+        answer
+    }
+
+    /// Adds a fetched descriptor to the local dogu registry in the background: only a cache fill, which
+    /// no reconcile waits for; a failure costs a remote request later.
+    fn add_locally(self: &Arc<Self>, descriptor: DoguDescriptor, text: String) {
+        self.adding.send_modify(|count| *count += 1);
+        let inner = self.clone();
+        tokio::spawn(async move {
+            let (name, version) = (&descriptor.name, &descriptor.version);
+            match tokio::time::timeout(LOCAL_ADD_TIMEOUT, inner.local.add(&descriptor, &text)).await {
+                Ok(Ok(added)) => tracing::debug!(dogu = %name, %version, ?added, "local dogu registry"),
+                Ok(Err(error)) => {
+                    tracing::info!(dogu = %name, %version, %error, "cannot add the descriptor to the local dogu registry")
+                }
+                Err(_) => {
+                    tracing::info!(dogu = %name, %version, "adding the descriptor to the local dogu registry timed out")
+                }
+            }
+            inner.adding.send_modify(|count| *count -= 1);
+        });
+    }
+}
+
+/// Removes a flight from the table when its task ends, however it ends.
+struct Leave {
+    inner: Arc<Inner>,
+    key: Key,
+}
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if let Ok(mut in_flight) = self.inner.in_flight.lock() {
+            in_flight.remove(&self.key);
         }
     }
 }

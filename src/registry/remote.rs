@@ -21,7 +21,7 @@ pub enum UrlSchema {
 }
 
 /// Everything the client needs; parsed from the environment by `config`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RemoteSettings {
     pub endpoint: String,
     pub schema: UrlSchema,
@@ -33,6 +33,24 @@ pub struct RemoteSettings {
     pub extra_ca: Option<PathBuf>,
 }
 
+impl std::fmt::Debug for RemoteSettings {
+    // The password and the proxy URL (which may hold the proxy's) stay out of every debug print.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSettings")
+            .field("endpoint", &self.endpoint)
+            .field("schema", &self.schema)
+            .field("user", &self.credentials.as_ref().map(|(user, _)| user))
+            .field("proxy", &self.proxy.as_ref().map(|_| "(set)"))
+            .field("timeout", &self.timeout)
+            .field("extra_ca", &self.extra_ca)
+            .finish()
+    }
+}
+
+/// The largest answer read: a dogu.json is a few kilobytes, and the local dogu registry keeps it in a
+/// ConfigMap (at most 1 MiB); a larger answer is not a descriptor, and must not exhaust memory.
+pub const MAX_DESCRIPTOR_BYTES: usize = 1 << 20;
+
 /// Why a descriptor could not be fetched. `NotFound` is an answer; everything else means the
 /// registry could not be asked, and the message says what to check.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -43,6 +61,8 @@ pub enum RemoteError {
         "the dogu registry at {endpoint} refused the credentials (HTTP {status}): check DOGU_REGISTRY_USERNAME and DOGU_REGISTRY_PASSWORD"
     )]
     Credentials { endpoint: String, status: StatusCode },
+    #[error("the proxy refused the credentials (HTTP 407): check the user and password in PROXY_URL")]
+    ProxyCredentials,
     #[error("the dogu registry at {endpoint} answered HTTP {status} for {name} {version}")]
     Status { endpoint: String, status: StatusCode, name: String, version: String },
     #[error("the dogu registry at {endpoint} did not answer within {timeout:?}")]
@@ -60,7 +80,7 @@ impl RemoteError {
     pub fn outcome(&self) -> &'static str {
         match self {
             RemoteError::NotFound { .. } => "notFound",
-            RemoteError::Credentials { .. } => "credentials",
+            RemoteError::Credentials { .. } | RemoteError::ProxyCredentials => "credentials",
             RemoteError::Status { .. } => "status",
             RemoteError::Timeout { .. } => "timeout",
             RemoteError::Transport { .. } => "transport",
@@ -97,20 +117,27 @@ impl std::fmt::Debug for RemoteRegistry {
 
 impl RemoteRegistry {
     pub fn new(settings: &RemoteSettings) -> Result<Self, String> {
-        let mut base = Url::parse(settings.endpoint.trim())
-            .map_err(|e| format!("DOGU_REGISTRY_ENDPOINT {:?} is not a URL: {e}", settings.endpoint))?;
-        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
-            return Err(format!("DOGU_REGISTRY_ENDPOINT {:?} is not an http(s) URL", settings.endpoint));
-        }
+        // The endpoint is never repeated in these messages: it may carry credentials or a token.
+        let mut base =
+            Url::parse(settings.endpoint.trim()).map_err(|e| format!("DOGU_REGISTRY_ENDPOINT is not a URL: {e}"))?;
         if !base.username().is_empty() || base.password().is_some() {
             return Err(
                 "DOGU_REGISTRY_ENDPOINT must not contain credentials; set DOGU_REGISTRY_USERNAME and DOGU_REGISTRY_PASSWORD"
                     .into(),
             );
         }
-        {
-            let mut segments = base.path_segments_mut().map_err(|_| "DOGU_REGISTRY_ENDPOINT has no path")?;
-            segments.pop_if_empty();
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(format!("DOGU_REGISTRY_ENDPOINT is not an http(s) URL (the scheme is {:?})", base.scheme()));
+        }
+        if base.query().is_some() || base.fragment().is_some() {
+            return Err("DOGU_REGISTRY_ENDPOINT must not have a query or a fragment".into());
+        }
+        if settings.timeout.is_zero() {
+            return Err("DOGU_REGISTRY_TIMEOUT must be longer than zero".into());
+        }
+        // `https://host/api/v2//` is `https://host/api/v2`.
+        while base.path().len() > 1 && base.path().ends_with('/') {
+            base.path_segments_mut().map_err(|_| "DOGU_REGISTRY_ENDPOINT has no path")?.pop();
         }
         // Upstream appends `dogus/` itself with the default schema, and accepts endpoints that end in it.
         if settings.schema == UrlSchema::Default
@@ -190,6 +217,7 @@ impl RemoteRegistry {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
                 return Err(RemoteError::Credentials { endpoint: endpoint(), status });
             }
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED => return Err(RemoteError::ProxyCredentials),
             status if !status.is_success() => {
                 return Err(RemoteError::Status {
                     endpoint: endpoint(),
@@ -200,10 +228,29 @@ impl RemoteRegistry {
             }
             _ => {}
         }
-        let text = response.text().await.map_err(transport)?;
         let malformed =
             |problem: String| RemoteError::Malformed { name: name.to_owned(), version: version.to_owned(), problem };
-        let descriptor: DoguDescriptor = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+        let too_large = || malformed(format!("the answer is larger than {MAX_DESCRIPTOR_BYTES} bytes"));
+        if response.content_length().is_some_and(|length| length > MAX_DESCRIPTOR_BYTES as u64) {
+            return Err(too_large());
+        }
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if body.len() + chunk.len() > MAX_DESCRIPTOR_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let mut value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| malformed(e.to_string()))?;
+        let converted = v1_dependencies_to_v2(&mut value);
+        let descriptor: DoguDescriptor = serde_json::from_value(value.clone()).map_err(|e| malformed(e.to_string()))?;
+        // The local dogu registry is read by the dogu operator too, which reads only the v2 format: a
+        // v1 descriptor is stored as v2. Otherwise the registry's text is kept as it came.
+        let text = match converted {
+            true => value.to_string(),
+            false => String::from_utf8(body).map_err(|e| malformed(e.to_string()))?,
+        };
         if descriptor.name != name || descriptor.version != version {
             return Err(RemoteError::WrongDescriptor {
                 name: name.to_owned(),
@@ -213,6 +260,22 @@ impl RemoteRegistry {
         }
         Ok(Fetched { descriptor, text })
     }
+}
+
+/// Rewrites v1 dependency lists (`["nginx"]`) as v2 (`[{"type": "dogu", "name": "nginx"}]`); true when
+/// anything was rewritten.
+fn v1_dependencies_to_v2(descriptor: &mut serde_json::Value) -> bool {
+    let mut converted = false;
+    for field in ["Dependencies", "OptionalDependencies"] {
+        let Some(list) = descriptor.get_mut(field).and_then(serde_json::Value::as_array_mut) else { continue };
+        for dependency in list.iter_mut() {
+            if let Some(name) = dependency.as_str() {
+                *dependency = serde_json::json!({"type": "dogu", "name": name});
+                converted = true;
+            }
+        }
+    }
+    converted
 }
 
 /// `error: cause: cause`, the way the causes of a connection failure are worth reading.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blueprint_machine::api::Blueprint;
@@ -12,6 +13,7 @@ use blueprint_machine::api::Blueprint;
 use super::ecosystem::Behaviour;
 use super::seed;
 use super::session::{Sandbox, SandboxOptions};
+use crate::journal::{Journal, JournalSettings};
 use crate::plan::input;
 
 pub struct SandboxArgs {
@@ -20,6 +22,7 @@ pub struct SandboxArgs {
     pub descriptors: Option<PathBuf>,
     pub serve: Option<SocketAddr>,
     pub timeout: Duration,
+    pub journal: Option<JournalSettings>,
 }
 
 /// How the run ended.
@@ -53,7 +56,16 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
         restart: Duration::from_millis(500),
         ..Behaviour::default()
     };
-    let options = SandboxOptions { behaviour, debounce: Duration::from_millis(200), ..SandboxOptions::default() };
+    let journal_path = args.journal.as_ref().map(|j| j.path.clone());
+    let journal = match args.journal {
+        Some(settings) => {
+            let shown = settings.path.display().to_string();
+            Some(Arc::new(Journal::open(settings).map_err(|e| format!("cannot open the journal {shown}: {e}"))?))
+        }
+        None => None,
+    };
+    let options =
+        SandboxOptions { behaviour, debounce: Duration::from_millis(200), journal, ..SandboxOptions::default() };
     let version = options.operator_version.clone();
     let serve = args.serve.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut sandbox =
@@ -83,7 +95,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     let mut events_seen = 0;
     let end = follow(&mut sandbox, &name, args.timeout, started, &mut seen, &mut events_seen).await;
     let elapsed = started.elapsed();
-    summary(&sandbox, elapsed);
+    summary(&sandbox, elapsed, journal_path.as_deref());
     let code = match end {
         End::Completed => {
             println!("result: Completed=True after {:.1}s", elapsed.as_secs_f64());
@@ -252,7 +264,7 @@ fn describe(blueprint: Option<&Blueprint>) -> String {
 }
 
 /// Reconciles, API requests by verb, writes, events and the time to converge.
-fn summary(sandbox: &Sandbox, elapsed: Duration) {
+fn summary(sandbox: &Sandbox, elapsed: Duration, journal: Option<&std::path::Path>) {
     let text = sandbox.metrics.encode();
     let value = |prefix: &str| -> u64 {
         text.lines()
@@ -286,6 +298,13 @@ fn summary(sandbox: &Sandbox, elapsed: Duration) {
         value("blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}"),
         value("blueprint_operator_descriptor_lookups_total{layer=\"local\",result=\"hit\"}")
     );
+    if let Some(journal) = journal {
+        println!(
+            "  journal:            {} records in {}",
+            value("blueprint_operator_journal_records_total"),
+            journal.display()
+        );
+    }
     println!("  operator versions:  {}", sandbox.rollouts.join(" → "));
     println!("  time to converge:   {:.1}s", elapsed.as_secs_f64());
 }

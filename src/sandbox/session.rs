@@ -17,6 +17,7 @@ use super::api::{ApiError, Clock, Emulator};
 use super::ecosystem::{self, Behaviour};
 use super::registry::{RegistryServer, Served};
 use crate::controller::{self, Options};
+use crate::journal::Journal;
 use crate::metrics::Metrics;
 use crate::registry::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 
@@ -39,6 +40,8 @@ pub struct SandboxOptions {
     pub follow_self_upgrade: bool,
     /// A virtual clock following tokio's time (for paused-clock tests) instead of the wall clock.
     pub virtual_clock: bool,
+    /// Record every reconcile (of every operator version the sandbox runs) here.
+    pub journal: Option<Arc<Journal>>,
 }
 
 impl Default for SandboxOptions {
@@ -50,6 +53,7 @@ impl Default for SandboxOptions {
             operator_version: env!("CARGO_PKG_VERSION").into(),
             follow_self_upgrade: true,
             virtual_clock: false,
+            journal: None,
         }
     }
 }
@@ -71,6 +75,7 @@ pub struct Sandbox {
     pub metrics: Arc<Metrics>,
     transport: Transport,
     debounce: Duration,
+    journal: Option<Arc<Journal>>,
     controller: Option<RunningController>,
     ecosystem: JoinHandle<()>,
     installed: mpsc::UnboundedReceiver<(String, String)>,
@@ -123,6 +128,7 @@ impl Sandbox {
             metrics: Metrics::shared(),
             transport,
             debounce: options.debounce,
+            journal: options.journal,
             controller: None,
             ecosystem,
             installed,
@@ -187,6 +193,7 @@ impl Sandbox {
             debounce: self.debounce,
             registry: Some(self.registry_client()),
             descriptor_cache: CacheSettings::default(),
+            journal: self.journal.clone(),
             clock: Some(self.clock.clone()),
         };
         let client = self.controller_client();

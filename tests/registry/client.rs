@@ -66,6 +66,41 @@ async fn urls_of_both_schemas_keep_the_endpoint_path() {
 }
 
 #[tokio::test]
+async fn an_endpoint_with_trailing_slashes() {
+    let registry = RemoteRegistry::new(&settings("https://dogu.example.com/api/v2//", UrlSchema::Default)).unwrap();
+    assert_eq!(
+        registry.url("official/cas", "7.1.5-2").as_str(),
+        "https://dogu.example.com/api/v2/dogus/official/cas/7.1.5-2"
+    );
+}
+
+#[tokio::test]
+async fn bad_endpoints_are_named_without_repeating_them() {
+    for (endpoint, expected) in [
+        ("ftp://user:pw-one@dogu.example.com", "must not contain credentials"),
+        ("https://user:pw-one@dogu.example.com:port", "DOGU_REGISTRY_ENDPOINT is not a URL: invalid port number"),
+        ("https://dogu.example.com/?token=pw-one", "must not have a query or a fragment"),
+        ("ftp://dogu.example.com", "not an http(s) URL (the scheme is \"ftp\")"),
+    ] {
+        let error = RemoteRegistry::new(&settings(endpoint, UrlSchema::Default)).unwrap_err();
+        assert!(error.contains(expected), "{endpoint}: {error}");
+        assert!(!error.contains("pw-one"), "a credential in the message: {error}");
+    }
+    let mut zero = settings("https://dogu.example.com", UrlSchema::Default);
+    zero.timeout = Duration::ZERO;
+    assert_eq!(RemoteRegistry::new(&zero).unwrap_err(), "DOGU_REGISTRY_TIMEOUT must be longer than zero");
+}
+
+#[test]
+fn settings_print_without_secrets() {
+    let mut with_proxy = settings("https://dogu.example.com", UrlSchema::Default);
+    with_proxy.proxy = Some("http://proxy-user:proxy-pw@proxy:3128".into());
+    let printed = format!("{with_proxy:?}");
+    assert!(printed.contains("instance"), "{printed}");
+    assert!(!printed.contains("s3cret") && !printed.contains("proxy-pw"), "{printed}");
+}
+
+#[tokio::test]
 async fn bad_settings_are_named() {
     let error = RemoteRegistry::new(&settings("dogu.example.com", UrlSchema::Default)).unwrap_err();
     assert!(error.contains("DOGU_REGISTRY_ENDPOINT"), "{error}");
@@ -115,6 +150,24 @@ async fn wrong_credentials_and_forbidden_say_credentials() {
     served.registry.inject(Fault::Status(403), 1);
     let error = client(&served, UrlSchema::Default).fetch("official/cas", "7.1.5-2").await.unwrap_err();
     assert!(matches!(error, RemoteError::Credentials { status: StatusCode::FORBIDDEN, .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_proxy_that_refuses_says_proxy_credentials() {
+    let served = served().await;
+    served.registry.inject(Fault::Status(407), 1);
+    let error = client(&served, UrlSchema::Default).fetch("official/cas", "7.1.5-2").await.unwrap_err();
+    assert_eq!(error, RemoteError::ProxyCredentials);
+    assert!(error.to_string().contains("check the user and password in PROXY_URL"));
+}
+
+#[tokio::test]
+async fn an_answer_too_large_to_be_a_descriptor_is_not_read() {
+    let served = served().await;
+    served.registry.add_at("official/huge", "1.0.0-1", &" ".repeat(2 << 20));
+    let error = client(&served, UrlSchema::Default).fetch("official/huge", "1.0.0-1").await.unwrap_err();
+    assert!(matches!(error, RemoteError::Malformed { .. }), "{error:?}");
+    assert!(error.to_string().ends_with("the answer is larger than 1048576 bytes"), "{error}");
 }
 
 #[tokio::test]

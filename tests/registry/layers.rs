@@ -59,6 +59,11 @@ impl Fixture {
         self.writer.apply_watcher_event(&watcher::Event::InitDone);
     }
 
+    /// Waits for the background writes of the local dogu registry.
+    async fn settle(&self, registry: &Registry) {
+        registry.settled().await;
+    }
+
     fn remote_requests(&self) -> usize {
         self.served.registry.requests().len()
     }
@@ -119,6 +124,7 @@ async fn the_local_registry_is_written_once_and_read_back() {
     let registry = fixture.registry(CacheSettings::default());
     found(&registry.lookup("official/cas", "7.1.5-2").await);
     found(&registry.lookup("official/cas", "7.1.5-2").await);
+    fixture.settle(&registry).await;
     assert_eq!(fixture.config_map_writes(), ["POST 201"], "one create, no second write");
     let stored = fixture.spec_config_map("cas");
     assert_eq!(stored["data"]["7.1.5-2"], CAS_V2, "the registry's dogu.json, unchanged");
@@ -140,7 +146,9 @@ async fn a_new_version_is_added_next_to_the_stored_ones() {
     let mut fixture = Fixture::new().await;
     fixture.create_spec_config_map("cas", json!({"7.1.4-1": "{\"Name\":\"official/cas\",\"Version\":\"7.1.4-1\"}"}));
     fixture.sync().await;
-    found(&fixture.registry(CacheSettings::default()).lookup("official/cas", "7.1.5-2").await);
+    let registry = fixture.registry(CacheSettings::default());
+    found(&registry.lookup("official/cas", "7.1.5-2").await);
+    fixture.settle(&registry).await;
     let stored = fixture.spec_config_map("cas");
     assert_eq!(stored["data"]["7.1.4-1"], "{\"Name\":\"official/cas\",\"Version\":\"7.1.4-1\"}");
     assert_eq!(stored["data"]["7.1.5-2"], CAS_V2);
@@ -154,7 +162,9 @@ async fn a_stale_cache_costs_a_reread_never_a_lost_key() {
     fixture.sync().await;
     // The dogu operator adds a version; the controller's cache has not seen it yet.
     fixture.emulator.edit("v1", "ConfigMap", NS, "dogu-spec-cas", |c| c["data"]["7.1.4-1"] = json!("{}")).unwrap();
-    found(&fixture.registry(CacheSettings::default()).lookup("official/cas", "7.1.5-2").await);
+    let registry = fixture.registry(CacheSettings::default());
+    found(&registry.lookup("official/cas", "7.1.5-2").await);
+    fixture.settle(&registry).await;
     let stored = fixture.spec_config_map("cas");
     let keys: Vec<&String> = stored["data"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["7.1.3-1", "7.1.4-1", "7.1.5-2"], "no concurrent key lost");
@@ -170,6 +180,7 @@ async fn another_namespaces_descriptor_is_a_miss_and_stays() {
     let registry = fixture.registry(CacheSettings::default());
     assert_eq!(found(&registry.lookup("official/cas", "7.1.5-2").await), "official/cas");
     assert_eq!(fixture.remote_requests(), 1, "the stored descriptor of premium/cas is not official/cas's");
+    fixture.settle(&registry).await;
     assert_eq!(
         fixture.spec_config_map("cas")["data"]["7.1.5-2"],
         premium,
@@ -214,7 +225,56 @@ async fn concurrent_lookups_of_one_descriptor_make_one_request() {
     let answers = futures::future::join_all(lookups).await;
     assert!(answers.iter().all(|a| found(a) == "official/cas"));
     assert_eq!(fixture.remote_requests(), 1, "single flight");
+    fixture.settle(&registry).await;
     assert_eq!(fixture.config_map_writes(), ["POST 201"], "and one local write");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_lookup_neither_stops_nor_repeats_the_request() {
+    let fixture = Fixture::new().await;
+    let registry = fixture.registry(CacheSettings::default());
+    fixture.served.registry.inject(Fault::Delay(Duration::from_secs(5)), 1);
+    // A reconcile gives up on the lookup (its task was cancelled) while the request is under way.
+    let cancelled = tokio::time::timeout(Duration::from_secs(1), registry.lookup("official/cas", "7.1.5-2")).await;
+    assert!(cancelled.is_err());
+    // The next reconcile joins the same request, which was never stopped.
+    assert_eq!(found(&registry.lookup("official/cas", "7.1.5-2").await), "official/cas");
+    assert_eq!(fixture.remote_requests(), 1);
+    fixture.settle(&registry).await;
+    assert_eq!(fixture.config_map_writes(), ["POST 201"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_from_many_threads_make_one_request() {
+    let fixture = Fixture::new().await;
+    let registry = fixture.registry(CacheSettings::default());
+    let lookups: Vec<_> = (0..32)
+        .map(|_| {
+            let registry = registry.clone();
+            tokio::spawn(async move { registry.lookup("official/cas", "7.1.5-2").await })
+        })
+        .collect();
+    for lookup in lookups {
+        assert_eq!(found(&lookup.await.unwrap()), "official/cas");
+    }
+    assert_eq!(fixture.remote_requests(), 1, "one request, whatever the interleaving");
+    fixture.settle(&registry).await;
+}
+
+#[tokio::test]
+async fn a_v1_descriptor_is_stored_as_v2_for_the_dogu_operator() {
+    let fixture = Fixture::new().await;
+    let registry = fixture.registry(CacheSettings::default());
+    found(&registry.lookup("official/ldap", "2.6.2-1").await);
+    fixture.settle(&registry).await;
+    let stored: Value =
+        serde_json::from_str(fixture.spec_config_map("ldap")["data"]["2.6.2-1"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        stored["Dependencies"],
+        json!([{"type": "dogu", "name": "nginx"}, {"type": "dogu", "name": "postfix"}]),
+        "the dogu operator reads only v2 dependencies"
+    );
+    assert_eq!(stored["Image"], "registry.cloudogu.com/official/ldap", "everything else is kept");
 }
 
 #[tokio::test]
@@ -224,6 +284,7 @@ async fn the_memory_is_bounded() {
     let registry = fixture.registry(cache);
     for (name, version) in [("official/cas", "7.1.5-2"), ("official/ldap", "2.6.2-1"), ("official/cas", "7.1.5-2")] {
         found(&registry.lookup(name, version).await);
+        fixture.settle(&registry).await;
     }
     // The local registry's cache is not synced here, so an evicted descriptor comes from the remote.
     assert_eq!(fixture.remote_requests(), 3, "cas was evicted by ldap");

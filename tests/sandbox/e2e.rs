@@ -2,9 +2,11 @@
 //! component operators, on tokio's paused clock.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use blueprint_machine::api::Blueprint;
+use blueprint_operator::journal::{Journal, JournalSettings};
 use blueprint_operator::sandbox::api::LoggedRequest;
 use blueprint_operator::sandbox::ecosystem::Behaviour;
 use blueprint_operator::sandbox::registry::Fault;
@@ -25,7 +27,18 @@ fn blueprint(yaml: &str) -> Blueprint {
 }
 
 async fn sandbox_with(behaviour: Behaviour, cluster: &str) -> Sandbox {
-    let options = SandboxOptions { virtual_clock: true, behaviour, ..Default::default() };
+    recorded_sandbox(None, behaviour, cluster).await
+}
+
+/// A sandbox whose reconciles are recorded into the replay corpus (`tests/replay/<scenario>.jsonl`)
+/// when `RECORD_CORPUS` is set (`make record-corpus`).
+async fn recorded_sandbox(scenario: Option<&str>, behaviour: Behaviour, cluster: &str) -> Sandbox {
+    let journal = scenario.filter(|_| std::env::var_os("RECORD_CORPUS").is_some()).map(|scenario| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/replay/{scenario}.jsonl"));
+        let _ = std::fs::remove_file(&path);
+        Arc::new(Journal::open(JournalSettings { path, max_bytes: u64::MAX, keep: 0 }).unwrap())
+    });
+    let options = SandboxOptions { virtual_clock: true, behaviour, journal, ..Default::default() };
     let sandbox = Sandbox::start(options, None).await.unwrap();
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(cluster).unwrap()).unwrap();
     seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
@@ -34,6 +47,10 @@ async fn sandbox_with(behaviour: Behaviour, cluster: &str) -> Sandbox {
 
 pub async fn fresh_sandbox() -> Sandbox {
     sandbox_with(Behaviour::default(), seed::DEFAULT_CLUSTER).await
+}
+
+async fn fresh_recorded(scenario: &str) -> Sandbox {
+    recorded_sandbox(Some(scenario), Behaviour::default(), seed::DEFAULT_CLUSTER).await
 }
 
 pub fn completed(blueprint: &Blueprint) -> bool {
@@ -96,7 +113,7 @@ fn ecosystem_writes(requests: &[LoggedRequest]) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_fresh_install_completes_within_a_request_budget() {
-    let mut sandbox = fresh_sandbox().await;
+    let mut sandbox = fresh_recorded("fresh-install").await;
     sandbox.start_controller("0.1.0");
     sandbox.apply_blueprint(&default_blueprint()).unwrap();
     let done = sandbox.wait_until(NAME, LIMIT, completed).await;
@@ -179,7 +196,7 @@ async fn descriptors_come_from_memory_then_the_local_registry_never_the_network_
 
 #[tokio::test(start_paused = true)]
 async fn an_unavailable_registry_requeues_until_it_answers() {
-    let mut sandbox = fresh_sandbox().await;
+    let mut sandbox = fresh_recorded("registry-unavailable").await;
     sandbox.registry.inject(Fault::Status(503), 7);
     sandbox.start_controller("0.1.0");
     sandbox.apply_blueprint(&default_blueprint()).unwrap();
@@ -240,7 +257,8 @@ async fn after_completion_reconciles_write_nothing_and_emit_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn an_upgrade_pauses_dogus_before_their_config_changes() {
-    let mut sandbox = sandbox_with(Behaviour::default(), include_str!("../../examples/upgrade/cluster.yaml")).await;
+    let cluster = include_str!("../../examples/upgrade/cluster.yaml");
+    let mut sandbox = recorded_sandbox(Some("upgrade"), Behaviour::default(), cluster).await;
     sandbox.start_controller("0.1.0");
     sandbox.apply_blueprint(&blueprint(include_str!("../../examples/upgrade/blueprint.yaml"))).unwrap();
     let done = sandbox.wait_until(NAME, LIMIT, completed).await;
@@ -280,7 +298,7 @@ spec:
 
 #[tokio::test(start_paused = true)]
 async fn the_operator_upgrades_itself_before_anything_else() {
-    let mut sandbox = fresh_sandbox().await;
+    let mut sandbox = fresh_recorded("self-upgrade").await;
     sandbox
         .emulator
         .create(json!({"apiVersion": "k8s.cloudogu.com/v1", "kind": "Component", "metadata": {"name": "k8s-blueprint-operator", "namespace": NS},
@@ -312,7 +330,7 @@ async fn the_operator_upgrades_itself_before_anything_else() {
 async fn an_unhealthy_dogu_blocks_and_the_ecosystem_recovers() {
     // scm, not in the blueprint, is unavailable and the simulated dogu operator keeps it so.
     let behaviour = Behaviour { never_healthy: ["scm".to_owned()].into(), ..Behaviour::default() };
-    let mut sandbox = sandbox_with(behaviour, seed::DEFAULT_CLUSTER).await;
+    let mut sandbox = recorded_sandbox(Some("unhealthy"), behaviour, seed::DEFAULT_CLUSTER).await;
     let scm = json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Dogu", "metadata": {"name": "scm", "namespace": NS}, "spec": {"name": "official/scm", "version": "1.0.0-1"}});
     sandbox.emulator.create(scm).unwrap();
     sandbox
@@ -348,7 +366,7 @@ async fn an_unhealthy_dogu_blocks_and_the_ecosystem_recovers() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stopped_blueprint_shows_its_diff_and_writes_nothing() {
-    let mut sandbox = fresh_sandbox().await;
+    let mut sandbox = fresh_recorded("stopped").await;
     sandbox.start_controller("0.1.0");
     let mut stopped = default_blueprint();
     stopped.spec.spec.as_mut().unwrap().stopped = Some(true);
@@ -371,7 +389,7 @@ async fn a_stopped_blueprint_shows_its_diff_and_writes_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn drift_is_corrected_after_completion() {
-    let mut sandbox = fresh_sandbox().await;
+    let mut sandbox = fresh_recorded("drift").await;
     sandbox.start_controller("0.1.0");
     sandbox.apply_blueprint(&default_blueprint()).unwrap();
     sandbox.wait_until(NAME, LIMIT, completed).await.unwrap();
@@ -428,7 +446,8 @@ async fn wait_for(sandbox: &mut Sandbox, condition: impl Fn(&Sandbox) -> bool) {
 
 #[tokio::test(start_paused = true)]
 async fn a_forbidden_downgrade_stays_not_executable() {
-    let mut sandbox = sandbox_with(Behaviour::default(), include_str!("../../examples/upgrade/cluster.yaml")).await;
+    let cluster = include_str!("../../examples/upgrade/cluster.yaml");
+    let mut sandbox = recorded_sandbox(Some("forbidden-downgrade"), Behaviour::default(), cluster).await;
     sandbox.start_controller("0.1.0");
     sandbox.apply_blueprint(&blueprint(include_str!("../../examples/invalid/downgrade.yaml"))).unwrap();
     sandbox.wait_until(NAME, LIMIT, |b| condition_is(b, "Executable", "False")).await.unwrap();
@@ -441,10 +460,27 @@ async fn a_forbidden_downgrade_stays_not_executable() {
     sandbox.shutdown().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn an_invalid_blueprint_is_reported_and_nothing_is_applied() {
+    let cluster = include_str!("../../examples/upgrade/cluster.yaml");
+    let mut sandbox = recorded_sandbox(Some("invalid"), Behaviour::default(), cluster).await;
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&blueprint(include_str!("../../examples/invalid/invalid.yaml"))).unwrap();
+    let invalid = sandbox.wait_until(NAME, LIMIT, |b| condition_is(b, "Valid", "False")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let status = serde_json::to_string(&invalid.status).unwrap();
+    assert!(status.contains("sensitive config entries are not allowed to have normal values"), "{status}");
+    assert!(!status.contains("do-not-write-passwords-here"), "a plaintext value reached the status");
+    assert_eq!(ecosystem_writes(&sandbox.emulator.requests()), Vec::<String>::new());
+    let reconciles = metric(&sandbox, "blueprint_operator_reconciles_total");
+    assert!(reconciles <= 2.0, "an invalid blueprint waits for a change of its spec: {reconciles} reconciles");
+    sandbox.shutdown().await;
+}
+
 // ---- faults ----
 
-async fn converges_despite(fault: impl FnOnce(&Sandbox)) -> Sandbox {
-    let mut sandbox = fresh_sandbox().await;
+async fn converges_despite(scenario: Option<&str>, fault: impl FnOnce(&Sandbox)) -> Sandbox {
+    let mut sandbox = recorded_sandbox(scenario, Behaviour::default(), seed::DEFAULT_CLUSTER).await;
     sandbox.start_controller("0.1.0");
     fault(&sandbox);
     sandbox.apply_blueprint(&default_blueprint()).unwrap();
@@ -477,8 +513,10 @@ fn assert_no_duplicates_or_losses(sandbox: &Sandbox) {
 
 #[tokio::test(start_paused = true)]
 async fn converges_after_a_409_on_the_status_write() {
-    let sandbox =
-        converges_despite(|s| s.emulator.fail_next(Some("PATCH"), "/blueprints/blueprint-ces/status", 1, 409)).await;
+    let sandbox = converges_despite(Some("status-conflict"), |s| {
+        s.emulator.fail_next(Some("PATCH"), "/blueprints/blueprint-ces/status", 1, 409)
+    })
+    .await;
     let conflicts =
         sandbox.emulator.requests().iter().filter(|r| r.path.ends_with("/status") && r.status == 409).count();
     assert_eq!(conflicts, 1, "the fault happened");
@@ -487,7 +525,8 @@ async fn converges_after_a_409_on_the_status_write() {
 
 #[tokio::test(start_paused = true)]
 async fn converges_after_a_500_on_a_create() {
-    let sandbox = converges_despite(|s| s.emulator.fail_next(Some("POST"), "/dogus", 2, 500)).await;
+    let sandbox =
+        converges_despite(Some("apply-failure"), |s| s.emulator.fail_next(Some("POST"), "/dogus", 2, 500)).await;
     assert_eq!(sandbox.emulator.requests().iter().filter(|r| r.path.ends_with("/dogus") && r.status == 500).count(), 2);
     sandbox.shutdown().await;
 }

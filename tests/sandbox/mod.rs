@@ -1,4 +1,4 @@
 //! The sandbox: the API emulator's rules, and end-to-end runs of the real controller against it.
 
-mod e2e;
+pub mod e2e;
 pub mod emulator;

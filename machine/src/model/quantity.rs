@@ -47,6 +47,11 @@ impl Quantity {
         self.nanos == 0
     }
 
+    /// The value, when it is a whole number (`64Mi` → 67108864; `1.5` → `None`).
+    pub fn whole(&self) -> Option<i128> {
+        (self.nanos % NANOS_PER_UNIT == 0).then_some(self.nanos / NANOS_PER_UNIT)
+    }
+
     /// Kubernetes' canonical text of this quantity.
     pub fn canonical(&self) -> String {
         if self.nanos == 0 {

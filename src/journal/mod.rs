@@ -1,0 +1,113 @@
+//! The journal: one JSON line per reconcile with what the operator observed, decided and did, so that
+//! a reconcile can be re-run offline (`replay`) by a newer operator and every change of behaviour
+//! shows up as a readable difference.
+//!
+//! Secrets appear only as digests: the Observation never holds a plaintext value (its sensitive config
+//! and referenced Secrets are HMAC digests), and decisions refer to Secrets by name and key. One more
+//! place could hold one: a Blueprint whose author wrote a sensitive value in plain text (which static
+//! validation rejects) — the journal replaces such values, and drops kubectl's last-applied copy of the
+//! spec. Neither changes a decision: the machine rejects a sensitive entry with a value, whatever it is.
+
+pub mod compare;
+pub mod reader;
+pub mod replay;
+pub mod writer;
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::{Deserialize, Serialize};
+
+use blueprint_machine::decision::{ApplyFailure, Decision};
+use blueprint_machine::observation::Observation;
+
+use crate::controller::{Outcome, StatusWrite};
+
+pub use reader::{ReadError, read_files};
+pub use writer::{Journal, JournalSettings};
+
+/// The format this build writes. Bump it whenever the serialized Observation, Decision or Record
+/// changes so that an older file would not read back the same (and teach [`reader`] the old format or
+/// the message that names it).
+pub const FORMAT: u32 = 1;
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Record {
+    pub format: u32,
+    pub operator_version: String,
+    pub blueprint: String,
+    /// The observation's time (the reconcile's "now").
+    pub time: Time,
+    /// `None` when the reconcile could not observe (see `execution.error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Observation>,
+    /// What `reconcile` decided from the observation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    pub execution: Execution,
+}
+
+/// What the shell did with the decision.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Execution {
+    /// Actions performed, in order: a prefix of the decision's actions.
+    pub performed: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<ApplyFailure>,
+    /// What `record_failure` made of the failure (the status that was written instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_after_failure: Option<Decision>,
+    pub status: StatusWrite,
+    pub events_published: usize,
+    /// When the next reconcile was scheduled; `None`: when something changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_after_seconds: Option<f64>,
+    /// Why the reconcile could not observe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What stands in for a sensitive value written in plain text.
+pub const REDACTED: &str = "(redacted by the journal)";
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The observation without plaintext sensitive values (see the module documentation).
+pub fn redacted(mut observation: Observation) -> Observation {
+    let Some(blueprint) = observation.blueprint.as_mut() else { return observation };
+    if let Some(annotations) = blueprint.metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+    let config = blueprint.spec.spec.as_mut().and_then(|s| s.blueprint.as_mut()).and_then(|m| m.config.as_mut());
+    if let Some(config) = config {
+        let entries =
+            config.global.iter_mut().flatten().chain(config.dogus.iter_mut().flat_map(|d| d.values_mut().flatten()));
+        for entry in entries.filter(|e| e.sensitive == Some(true) && e.value.is_some()) {
+            entry.value = Some(REDACTED.to_owned());
+        }
+    }
+    observation
+}
+
+impl Record {
+    pub fn of(outcome: &Outcome, blueprint: &str, operator_version: &str, time: Time) -> Self {
+        Record {
+            format: FORMAT,
+            operator_version: operator_version.to_owned(),
+            blueprint: blueprint.to_owned(),
+            time: outcome.observation.as_ref().map(|o| o.now.clone()).unwrap_or(time),
+            observation: outcome.observation.clone().map(redacted),
+            decision: outcome.decision.clone(),
+            execution: Execution {
+                performed: outcome.performed,
+                failure: outcome.failure.clone(),
+                decision_after_failure: outcome.after_failure.clone(),
+                status: outcome.status.clone(),
+                events_published: outcome.events_published,
+                requeue_after_seconds: outcome.requeue_after.map(|d: Duration| d.as_secs_f64()),
+                error: outcome.error.clone(),
+            },
+        }
+    }
+}
