@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test lint crds bench record-corpus build
+.PHONY: run plan test test-long lint crds bench record-corpus build
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -17,6 +17,10 @@ plan:
 test:
 	$(CARGO) test --workspace --all-targets --locked
 	$(CARGO) test --workspace --doc --locked
+
+## test-long: the property tests with 100 times their cases (minutes, not seconds)
+test-long:
+	PROPTEST_SCALE=100 $(CARGO) test --locked --release --test main properties
 
 ## lint: formatting, clippy (warnings are errors), and the machine's purity
 lint:

@@ -20,20 +20,20 @@ fn corpus() -> Vec<(PathBuf, String)> {
 
 fn replay(c: &mut Criterion) {
     let corpus = corpus();
-    let records: usize = corpus.iter().map(|(p, t)| reader::parse(p, t).unwrap().len()).sum();
+    let records: usize = corpus.iter().map(|(p, t)| reader::parse(p, t).unwrap().entries.len()).sum();
     let mut group = c.benchmark_group("replay");
     group.throughput(Throughput::Elements(records as u64));
     group.bench_function(format!("corpus of {records} records"), |b| {
         b.iter(|| {
             for (path, text) in &corpus {
-                for entry in reader::parse(path, text).unwrap() {
+                for entry in reader::parse(path, text).unwrap().entries {
                     assert!(matches!(verdict(&entry.record), Verdict::Identical));
                 }
             }
         })
     });
     // The same without reading: what reconcile + compare cost per record.
-    let entries: Vec<_> = corpus.iter().flat_map(|(p, t)| reader::parse(p, t).unwrap()).collect();
+    let entries: Vec<_> = corpus.iter().flat_map(|(p, t)| reader::parse(p, t).unwrap().entries).collect();
     group.bench_function("decide and compare only", |b| {
         b.iter(|| {
             for entry in &entries {

@@ -101,7 +101,7 @@ pub enum Command {
 pub struct JournalArgs {
     /// Append one JSON line per reconcile (observation, decision, execution) to this file.
     #[arg(long = "journal", env = "JOURNAL_PATH", value_name = "PATH")]
-    pub path: Option<PathBuf>,
+    pub path: Option<String>,
     /// Rotate the journal before it grows past this size (a Kubernetes quantity: 64Mi, 500k, 1G).
     #[arg(long = "journal-max-bytes", env = "JOURNAL_MAX_BYTES", default_value = "64Mi", value_parser = parse_bytes)]
     pub max_bytes: u64,
@@ -112,8 +112,9 @@ pub struct JournalArgs {
 
 impl JournalArgs {
     pub fn settings(&self) -> Option<crate::journal::JournalSettings> {
-        self.path.as_ref().map(|path| crate::journal::JournalSettings {
-            path: path.clone(),
+        // An empty JOURNAL_PATH (a template's default) means no journal.
+        self.path.as_ref().filter(|p| !p.trim().is_empty()).map(|path| crate::journal::JournalSettings {
+            path: PathBuf::from(path),
             max_bytes: self.max_bytes,
             keep: self.keep,
         })
@@ -166,6 +167,9 @@ pub fn main() -> ExitCode {
         Command::Replay { files, explain } => {
             match crate::journal::replay::run(&crate::journal::replay::ReplayArgs { files, explain }) {
                 Ok(output) => {
+                    for warning in &output.warnings {
+                        eprintln!("warning: {warning}");
+                    }
                     print!("{}", output.stdout);
                     ExitCode::from(output.exit_code)
                 }

@@ -8,7 +8,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{LEASE_NAME, Settings};
 use crate::controller::{self, Options};
-use crate::journal::{Journal, JournalSettings};
+use crate::journal::{JournalSettings, JournalWriter};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::registry::RemoteRegistry;
@@ -75,12 +75,15 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     let journal = match journal {
         Some(settings) => {
             let shown = settings.path.display().to_string();
-            let journal = Journal::open(settings).map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
+            let journal = JournalWriter::start(settings, metrics.clone())
+                .map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
             tracing::info!(journal = %shown, "recording every reconcile");
             Some(Arc::new(journal))
         }
         None => None,
     };
+    // Whatever ends the controller, the records queued by then reach the disk.
+    let _flush = FlushOnDrop(journal.clone());
     let options = Options {
         namespace: settings.namespace.clone(),
         operator_version: settings.operator_version.clone(),
@@ -121,5 +124,16 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     match stop_receiver.await {
         Ok(true) => Err("lost the leader lease; stopping so that only the leader writes".into()),
         _ => Ok(()),
+    }
+}
+
+/// Writes out the journal's queue when `run` returns.
+struct FlushOnDrop(Option<Arc<JournalWriter>>);
+
+impl Drop for FlushOnDrop {
+    fn drop(&mut self) {
+        if let Some(journal) = &self.0 {
+            journal.flush();
+        }
     }
 }

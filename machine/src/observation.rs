@@ -71,7 +71,7 @@ impl OperatorFacts {
 
 /// One config object (ConfigMap or Secret in the registry format), flattened to `a/b` keys.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "camelCase", tag = "state")]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "state")]
 pub enum ConfigObservation<V> {
     /// The object does not exist (no config at all).
     #[default]

@@ -101,6 +101,13 @@ pub fn record_failure(observation: &Observation, decision: &Decision, failure: &
     decision
 }
 
+fn waiting_for(stale: &[String]) -> String {
+    format!(
+        "Blueprint is being applied. Waiting for dogus to run the wanted version and configuration: {}",
+        stale.join(", ")
+    )
+}
+
 fn generation(blueprint: &Blueprint) -> i64 {
     blueprint.metadata.generation.unwrap_or(0)
 }
@@ -257,9 +264,22 @@ impl<'o> Run<'o> {
         }
         let was_completed =
             self.conditions.stored(conditions::COMPLETED).is_some_and(|c| c.status == Status::True.as_str());
+        // A completed blueprint stays completed while nothing differs, whatever the health says (a dogu
+        // that flaps after completion does not reopen it). But "nothing differs" compares Dogu CR specs,
+        // and a CR recreated by a reconcile that crashed before its status write has the wanted spec
+        // and nothing installed yet: only a blueprint whose dogus all run their CR's version keeps it.
         if diff.is_empty() && was_completed {
-            self.conditions.set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
-            return (State::Completed, Requeue::AwaitChange);
+            if up_to_date::all_installed(&effective, &installed) {
+                self.conditions.set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
+                return (State::Completed, Requeue::AwaitChange);
+            }
+            let stale = up_to_date::stale_dogus(&effective, &installed, observation);
+            self.conditions.set(
+                conditions::COMPLETED,
+                Status::False,
+                reason::STATE_DIFF_HAS_CHANGES,
+                waiting_for(&stale),
+            );
         }
         match health {
             Health::Healthy => {}
@@ -328,10 +348,7 @@ impl<'o> Run<'o> {
                 conditions::COMPLETED,
                 Status::False,
                 reason::STATE_DIFF_HAS_CHANGES,
-                format!(
-                    "Blueprint is being applied. Waiting for dogus to run the wanted version and configuration: {}",
-                    stale.join(", ")
-                ),
+                waiting_for(&stale),
             );
             if changed {
                 self.waiting_event =
@@ -512,12 +529,15 @@ impl<'o> Run<'o> {
     }
 
     fn finish(mut self, state: State, requeue: Requeue) -> Decision {
+        // Two kinds of events: problems (an invalid or not executable blueprint) are reported whenever the
+        // problem changes, so that a new error is seen; states (healthy, self-upgrade, completed) only
+        // when the condition's status transitions.
         let mut events = Vec::new();
         let c = &self.conditions;
         if c.changed(conditions::VALID) && c.is(conditions::VALID, Status::False) {
             events.push(events::warning(event::BLUEPRINT_SPEC_INVALID, message(c, conditions::VALID)));
         }
-        if c.changed(conditions::ECOSYSTEM_HEALTHY) && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True) {
+        if c.transitioned(conditions::ECOSYSTEM_HEALTHY) && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True) {
             events.push(events::normal(event::ECOSYSTEM_HEALTHY, message(c, conditions::ECOSYSTEM_HEALTHY)));
         }
         if c.transitioned(conditions::ECOSYSTEM_HEALTHY)
@@ -541,7 +561,7 @@ impl<'o> Run<'o> {
             events.push(events::warning(reason, message(c, conditions::EXECUTABLE)));
         }
         events.extend(self.stopped_event.take());
-        if c.changed(conditions::SELF_UPGRADE_COMPLETED) {
+        if c.transitioned(conditions::SELF_UPGRADE_COMPLETED) {
             if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::False) {
                 events.push(events::normal(event::AWAIT_SELF_UPGRADE, events::AWAIT_SELF_UPGRADE_MESSAGE));
             } else if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::True) {
@@ -550,7 +570,7 @@ impl<'o> Run<'o> {
         }
         events.append(&mut self.stage_events);
         events.extend(self.waiting_event.take());
-        if c.changed(conditions::COMPLETED) && c.is(conditions::COMPLETED, Status::True) {
+        if c.transitioned(conditions::COMPLETED) && c.is(conditions::COMPLETED, Status::True) {
             events.push(events::normal(event::COMPLETED, events::COMPLETED_MESSAGE));
         }
         Decision {

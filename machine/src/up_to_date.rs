@@ -34,6 +34,16 @@ pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observ
     stale
 }
 
+/// Whether every wanted dogu runs the version its Dogu CR asks for (config times aside).
+pub fn all_installed(effective: &EffectiveBlueprint, installed: &Installed) -> bool {
+    effective.wanted_dogus().all(|target| {
+        installed
+            .dogus
+            .get(target.name.simple.as_str())
+            .is_some_and(|d| d.installed_version.as_ref() == Some(&d.version))
+    })
+}
+
 /// A dogu that never reported a start is older than any config write.
 fn started_before(started_at: Option<&Time>, updated: &Time) -> bool {
     started_at.is_none_or(|started| started < updated)

@@ -22,7 +22,7 @@ use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts
 
 use super::backoff::BackoffTracker;
 use crate::execute::{ConfigStores, Executor};
-use crate::journal::{Journal, Record};
+use crate::journal::{JournalWriter, Record};
 use crate::metrics::{ActionLabels, Metrics, OutcomeLabels};
 use crate::observe::secrets::SecretDigests;
 use crate::observe::{Digester, Snapshot, is_health_config};
@@ -79,7 +79,7 @@ pub struct Context {
     /// cache shows the write, the written object is what is observed (read-your-writes).
     written: Mutex<HashMap<String, (String, Blueprint)>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
-    journal: Option<Arc<Journal>>,
+    journal: Option<Arc<JournalWriter>>,
 }
 
 /// How the status write went.
@@ -164,7 +164,7 @@ impl Context {
     }
 
     /// Records every reconcile in `journal`.
-    pub fn with_journal(mut self, journal: Option<Arc<Journal>>) -> Self {
+    pub fn with_journal(mut self, journal: Option<Arc<JournalWriter>>) -> Self {
         self.journal = journal;
         self
     }
@@ -278,19 +278,11 @@ impl Context {
         outcome
     }
 
-    /// Appends the reconcile to the journal, if there is one. A journal that cannot be written is
-    /// reported and does not stop reconciling.
+    /// Queues the reconcile for the journal, if there is one (written by the journal's own thread; a
+    /// journal that cannot be written is reported and does not stop reconciling).
     fn record(&self, name: &str, outcome: &Outcome) {
-        let Some(journal) = &self.journal else { return };
-        let record = Record::of(outcome, name, &self.operator_version, self.now());
-        match journal.append(&record) {
-            Ok(()) => {
-                self.metrics.journal_records.inc();
-            }
-            Err(error) => {
-                self.metrics.journal_errors.inc();
-                tracing::warn!(%error, journal = %journal.path().display(), "cannot write the journal");
-            }
+        if let Some(journal) = &self.journal {
+            journal.record(Record::of(outcome, name, &self.operator_version, self.now()));
         }
     }
 

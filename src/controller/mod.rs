@@ -26,7 +26,7 @@ use blueprint_machine::health::HEALTH_CONFIG_MAP;
 
 pub use context::{Context, Outcome, StatusWrite, Stores};
 
-use crate::journal::Journal;
+use crate::journal::JournalWriter;
 use crate::metrics::Metrics;
 use crate::observe::config_kind;
 use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
@@ -40,7 +40,7 @@ pub struct Options {
     pub registry: Option<RemoteRegistry>,
     pub descriptor_cache: CacheSettings,
     /// Record every reconcile here.
-    pub journal: Option<Arc<Journal>>,
+    pub journal: Option<Arc<JournalWriter>>,
     /// The clock of observations; default: the wall clock.
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }

@@ -1,6 +1,7 @@
 //! A readable difference of two decisions: one line per changed leaf, addressed by a path whose list
-//! elements are named by what they are (a condition by its type, an action by its kind and object,
-//! an entry by its name or key), not by their position.
+//! elements are named by what they are (a condition by its type, an action by its stage, kind and
+//! object, an event by its reason, an entry by its name or key), not by their position. Elements that
+//! share a name are numbered in order (`patchDogu redmine`, `patchDogu redmine#2`).
 
 use serde_json::Value;
 
@@ -9,7 +10,7 @@ use blueprint_machine::decision::Decision;
 /// Longest rendering of one value before it is cut.
 const SHOWN: usize = 160;
 
-/// `recorded → now` lines; empty when the decisions are equal.
+/// `recorded → now` lines; empty exactly when the decisions are equal.
 pub fn differences(recorded: &Decision, now: &Decision) -> Vec<String> {
     if recorded == now {
         return Vec::new();
@@ -17,9 +18,23 @@ pub fn differences(recorded: &Decision, now: &Decision) -> Vec<String> {
     let recorded = serde_json::to_value(recorded).expect("decisions serialize");
     let now = serde_json::to_value(now).expect("decisions serialize");
     let mut lines = Vec::new();
-    // The state first: it says the most in the fewest words.
-    for field in ["state", "requeue", "status", "actions", "events"] {
+    // The state first: it says the most in the fewest words; then every other field, whatever the
+    // Decision holds.
+    let mut fields: Vec<String> =
+        vec!["state".into(), "requeue".into(), "status".into(), "actions".into(), "events".into()];
+    for value in [&recorded, &now] {
+        for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !fields.contains(key) {
+                fields.push(key.clone());
+            }
+        }
+    }
+    for field in &fields {
         diff(field, recorded.get(field).unwrap_or(&Value::Null), now.get(field).unwrap_or(&Value::Null), &mut lines);
+    }
+    if lines.is_empty() {
+        // Unequal, but no leaf differs in its JSON: say so rather than call them identical.
+        lines.push("the decisions differ in a way their JSON does not show".into());
     }
     lines
 }
@@ -49,8 +64,8 @@ fn diff(path: &str, recorded: &Value, now: &Value, lines: &mut Vec<String>) {
 }
 
 fn diff_lists(path: &str, recorded: &[Value], now: &[Value], lines: &mut Vec<String>) {
-    let (Some(a), Some(b)) = (keys(path, recorded), keys(path, now)) else {
-        // Unnamed elements: compared by position.
+    let (Some(a), Some(b)) = (names(path, recorded), names(path, now)) else {
+        // Unnamed elements (scalars, anonymous objects): compared by position.
         for index in 0..recorded.len().max(now.len()) {
             let child = format!("{path}[{index}]");
             match (recorded.get(index), now.get(index)) {
@@ -62,39 +77,46 @@ fn diff_lists(path: &str, recorded: &[Value], now: &[Value], lines: &mut Vec<Str
         }
         return;
     };
-    for (key, x) in a.iter().zip(recorded) {
-        let child = format!("{path}[{key}]");
-        match b.iter().position(|k| k == key) {
+    for (name, x) in a.iter().zip(recorded) {
+        let child = format!("{path}[{name}]");
+        match b.iter().position(|n| n == name) {
             Some(at) => diff(&child, x, &now[at], lines),
             None => lines.push(format!("{child}: removed {}", show(x))),
         }
     }
-    for (key, y) in b.iter().zip(now) {
-        if !a.contains(key) {
-            lines.push(format!("{path}[{key}]: added {}", show(y)));
+    for (name, y) in b.iter().zip(now) {
+        if !a.contains(name) {
+            lines.push(format!("{path}[{name}]: added {}", show(y)));
         }
     }
-    let common_a: Vec<&String> = a.iter().filter(|k| b.contains(k)).collect();
-    let common_b: Vec<&String> = b.iter().filter(|k| a.contains(k)).collect();
+    let common_a: Vec<&String> = a.iter().filter(|n| b.contains(n)).collect();
+    let common_b: Vec<&String> = b.iter().filter(|n| a.contains(n)).collect();
     if common_a != common_b {
         lines.push(format!("{path}: order {} → {}", join(&common_a), join(&common_b)));
     }
 }
 
-fn join(keys: &[&String]) -> String {
-    keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+fn join(names: &[&String]) -> String {
+    names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-/// The name of every element, when each has a distinct one.
-fn keys(path: &str, list: &[Value]) -> Option<Vec<String>> {
-    let keys: Vec<String> = list.iter().map(|v| key(path, v)).collect::<Option<_>>()?;
-    let mut unique = keys.clone();
-    unique.sort();
-    unique.dedup();
-    (unique.len() == keys.len()).then_some(keys)
+/// The name of every element, when each has one; repeated names are numbered in order.
+fn names(path: &str, list: &[Value]) -> Option<Vec<String>> {
+    let plain: Vec<String> = list.iter().map(|v| name(path, v)).collect::<Option<_>>()?;
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    Some(
+        plain
+            .iter()
+            .map(|n| {
+                let count = seen.entry(n.as_str()).or_default();
+                *count += 1;
+                if *count == 1 { n.clone() } else { format!("{n}#{count}") }
+            })
+            .collect(),
+    )
 }
 
-fn key(path: &str, value: &Value) -> Option<String> {
+fn name(path: &str, value: &Value) -> Option<String> {
     let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
     if path.ends_with("actions") {
         let object = match (text("/name"), text("/object/metadata/name"), value.get("target")) {
@@ -108,7 +130,7 @@ fn key(path: &str, value: &Value) -> Option<String> {
             }
             _ => return None,
         };
-        return Some(format!("{} {object}", text("/kind")?));
+        return Some(format!("{} {} {object}", text("/stage")?, text("/kind")?));
     }
     if path.ends_with("conditions") {
         return text("/type").map(str::to_owned);

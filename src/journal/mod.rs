@@ -5,8 +5,9 @@
 //! Secrets appear only as digests: the Observation never holds a plaintext value (its sensitive config
 //! and referenced Secrets are HMAC digests), and decisions refer to Secrets by name and key. One more
 //! place could hold one: a Blueprint whose author wrote a sensitive value in plain text (which static
-//! validation rejects) — the journal replaces such values, and drops kubectl's last-applied copy of the
-//! spec. Neither changes a decision: the machine rejects a sensitive entry with a value, whatever it is.
+//! validation rejects) — the journal replaces such values, and drops the Blueprint's annotations (where
+//! tools such as kubectl keep copies of the spec) and managed fields. Neither changes a decision: the
+//! machine rejects a sensitive entry with a value, whatever it is, and reads no annotation.
 
 pub mod compare;
 pub mod reader;
@@ -24,7 +25,7 @@ use blueprint_machine::observation::Observation;
 use crate::controller::{Outcome, StatusWrite};
 
 pub use reader::{ReadError, read_files};
-pub use writer::{Journal, JournalSettings};
+pub use writer::{Journal, JournalSettings, JournalWriter};
 
 /// The format this build writes. Bump it whenever the serialized Observation, Decision or Record
 /// changes so that an older file would not read back the same (and teach [`reader`] the old format or
@@ -71,14 +72,14 @@ pub struct Execution {
 
 /// What stands in for a sensitive value written in plain text.
 pub const REDACTED: &str = "(redacted by the journal)";
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The observation without plaintext sensitive values (see the module documentation).
 pub fn redacted(mut observation: Observation) -> Observation {
     let Some(blueprint) = observation.blueprint.as_mut() else { return observation };
-    if let Some(annotations) = blueprint.metadata.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED);
-    }
+    // Tools keep copies of the spec in annotations (kubectl's last-applied configuration, GitOps
+    // tools' applied state); the machine reads none of them, nor the managed fields.
+    blueprint.metadata.annotations = None;
+    blueprint.metadata.managed_fields = None;
     let config = blueprint.spec.spec.as_mut().and_then(|s| s.blueprint.as_mut()).and_then(|m| m.config.as_mut());
     if let Some(config) = config {
         let entries =

@@ -1,5 +1,6 @@
 //! Reading journals back: every line a record, every problem named with its file and line.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -13,6 +14,13 @@ pub struct Entry {
     /// 1-based line in the file.
     pub line: usize,
     pub record: Record,
+}
+
+/// What was read: the records, and what was skipped on the way.
+#[derive(Clone, Debug, Default)]
+pub struct Read {
+    pub entries: Vec<Entry>,
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,40 +38,98 @@ pub enum ReadError {
 }
 
 /// The records of `files`, in order.
-pub fn read_files(files: &[PathBuf]) -> Result<Vec<Entry>, ReadError> {
-    let mut entries = Vec::new();
+pub fn read_files(files: &[PathBuf]) -> Result<Read, ReadError> {
+    let mut read = Read::default();
     for file in files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| ReadError::Io { file: file.display().to_string(), problem: e.to_string() })?;
-        entries.extend(parse(file, &text)?);
+        let io = |e: std::io::Error| ReadError::Io { file: file.display().to_string(), problem: e.to_string() };
+        let handle = std::fs::File::open(file).map_err(io)?;
+        let part = parse_from(file, std::io::BufReader::new(handle))?;
+        read.entries.extend(part.entries);
+        read.warnings.extend(part.warnings);
     }
-    Ok(entries)
+    Ok(read)
 }
 
-/// The records of one journal's text; blank lines are skipped.
-pub fn parse(file: &Path, text: &str) -> Result<Vec<Entry>, ReadError> {
+/// The records of one journal's text.
+pub fn parse(file: &Path, text: &str) -> Result<Read, ReadError> {
+    parse_from(file, text.as_bytes())
+}
+
+/// Blank lines are skipped. A last line without its newline that does not read is what a writer
+/// leaves when it stops mid-line: skipped with a warning, not an error.
+fn parse_from(file: &Path, mut input: impl BufRead) -> Result<Read, ReadError> {
     let shown = || file.display().to_string();
-    let mut entries = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        if line.trim().is_empty() {
+    let mut read = Read::default();
+    let mut bytes = Vec::new();
+    let mut number = 0;
+    loop {
+        bytes.clear();
+        let length =
+            input.read_until(b'\n', &mut bytes).map_err(|e| ReadError::Io { file: shown(), problem: e.to_string() })?;
+        if length == 0 {
+            break;
+        }
+        number += 1;
+        let complete = bytes.last() == Some(&b'\n');
+        let line = &bytes[..bytes.len() - usize::from(complete)];
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let malformed = |problem: String| ReadError::Malformed { file: shown(), line: number, problem };
-        // The format first: a record of another format must be named as such, not as malformed.
-        let value: Value = serde_json::from_str(line).map_err(|e| malformed(e.to_string()))?;
-        let format = value
-            .get("format")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| malformed("it has no \"format\" number".into()))?;
-        if format > u64::from(FORMAT) {
-            return Err(ReadError::Newer { file: shown(), line: number, found: format });
+        match parse_line(line) {
+            Ok(record) => match check(&record) {
+                None => read.entries.push(Entry { file: file.to_owned(), line: number, record }),
+                Some(problem) => return Err(ReadError::Malformed { file: shown(), line: number, problem }),
+            },
+            Err(_) if !complete => {
+                read.warnings
+                    .push(format!("{}:{number}: skipped a torn last line (the writer stopped mid-line)", shown()));
+            }
+            Err(Problem::Format(found)) if found > u64::from(FORMAT) => {
+                return Err(ReadError::Newer { file: shown(), line: number, found });
+            }
+            Err(Problem::Format(found)) => return Err(ReadError::Older { file: shown(), line: number, found }),
+            Err(Problem::Malformed(problem)) => {
+                return Err(ReadError::Malformed { file: shown(), line: number, problem });
+            }
         }
-        if format < u64::from(FORMAT) {
-            return Err(ReadError::Older { file: shown(), line: number, found: format });
-        }
-        let record: Record = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
-        entries.push(Entry { file: file.to_owned(), line: number, record });
     }
-    Ok(entries)
+    Ok(read)
+}
+
+enum Problem {
+    /// A record of another format.
+    Format(u64),
+    Malformed(String),
+}
+
+/// One parse in the common case; only a line that does not read as a record is looked at again, to
+/// name its format if it is a record of another one.
+fn parse_line(line: &[u8]) -> Result<Record, Problem> {
+    let error = match serde_json::from_slice::<Record>(line) {
+        Ok(record) if record.format == FORMAT => return Ok(record),
+        Ok(record) => return Err(Problem::Format(u64::from(record.format))),
+        Err(error) => error,
+    };
+    let text = std::str::from_utf8(line).map_err(|e| Problem::Malformed(format!("not UTF-8: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| Problem::Malformed(e.to_string()))?;
+    match value.get("format").and_then(Value::as_u64) {
+        None => Err(Problem::Malformed("it has no \"format\" number".into())),
+        Some(format) if format != u64::from(FORMAT) => Err(Problem::Format(format)),
+        Some(_) => Err(Problem::Malformed(error.to_string())),
+    }
+}
+
+/// What a record must say about itself to be replayed and explained.
+fn check(record: &Record) -> Option<String> {
+    let actions = record.decision.as_ref().map(|d| d.actions.len()).unwrap_or(0);
+    let execution = &record.execution;
+    if execution.performed > actions {
+        return Some(format!("{} actions performed of a decision with {actions}", execution.performed));
+    }
+    if let Some(failure) = &execution.failure
+        && failure.action >= actions
+    {
+        return Some(format!("the failed action {} is not in a decision with {actions}", failure.action));
+    }
+    None
 }

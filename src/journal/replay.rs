@@ -28,12 +28,21 @@ pub fn verdict(record: &Record) -> Verdict {
     let now = blueprint_machine::reconcile(observation);
     let mut lines = compare::differences(recorded, &now);
     if let Some(failure) = &record.execution.failure {
-        let after = blueprint_machine::record_failure(observation, &now, failure);
-        match &record.execution.decision_after_failure {
-            Some(recorded_after) => lines.extend(
-                compare::differences(recorded_after, &after).into_iter().map(|l| format!("after the failure: {l}")),
-            ),
-            None => lines.push("after the failure: the record has no decision".into()),
+        // The recorded failure belongs to the recorded action; it can be replayed only where this
+        // decision has the same action at that place.
+        let same_action = recorded.actions.get(failure.action) == now.actions.get(failure.action);
+        match (&record.execution.decision_after_failure, same_action) {
+            (Some(recorded_after), true) => {
+                let after = blueprint_machine::record_failure(observation, &now, failure);
+                lines.extend(
+                    compare::differences(recorded_after, &after).into_iter().map(|l| format!("after the failure: {l}")),
+                );
+            }
+            (Some(_), false) => lines.push(format!(
+                "after the failure: not replayed: this decision's action {} is not the one that failed",
+                failure.action + 1
+            )),
+            (None, _) => lines.push("after the failure: the record has no decision".into()),
         }
     }
     if lines.is_empty() { Verdict::Identical } else { Verdict::Divergent(lines) }
@@ -48,6 +57,8 @@ pub struct ReplayArgs {
 /// What `replay` prints and how it exits: 0 all identical, 1 a divergence, 2 unreadable input.
 pub struct ReplayOutput {
     pub stdout: String,
+    /// Lines skipped while reading (torn last lines), for stderr.
+    pub warnings: Vec<String>,
     pub exit_code: u8,
 }
 
@@ -60,13 +71,14 @@ pub enum ReplayError {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<ReplayOutput, ReplayError> {
-    let entries = read_files(&args.files)?;
+    let read = read_files(&args.files)?;
+    let (entries, warnings) = (read.entries, read.warnings);
     if let Some(asked) = args.explain {
         let entry = asked
             .checked_sub(1)
             .and_then(|i| entries.get(i))
             .ok_or(ReplayError::NoSuchRecord { asked, count: entries.len() })?;
-        return Ok(explain(asked, entry));
+        return Ok(ReplayOutput { warnings, ..explain(asked, entry) });
     }
     let mut out = String::new();
     let (mut identical, mut divergent, mut skipped) = (0, 0, 0);
@@ -95,7 +107,7 @@ pub fn run(args: &ReplayArgs) -> Result<ReplayOutput, ReplayError> {
         if entries.len() == 1 { "" } else { "s" },
         if files == 1 { "" } else { "s" },
     );
-    Ok(ReplayOutput { stdout: out, exit_code: if divergent > 0 { 1 } else { 0 } })
+    Ok(ReplayOutput { stdout: out, warnings, exit_code: if divergent > 0 { 1 } else { 0 } })
 }
 
 /// `#N FILE:LINE TIME BLUEPRINT (operator VERSION, STATE)`
@@ -128,7 +140,8 @@ fn explain(position: usize, entry: &Entry) -> ReplayOutput {
     let _ = writeln!(out, "\nexecuted:");
     let _ = writeln!(out, "  actions performed: {}", execution.performed);
     if let Some(failure) = &execution.failure {
-        let _ = writeln!(out, "  action {} failed ({:?}): {}", failure.action + 1, failure.kind, failure.message);
+        let number = failure.action.saturating_add(1);
+        let _ = writeln!(out, "  action {number} failed ({:?}): {}", failure.kind, failure.message);
     }
     let status = match &execution.status {
         StatusWrite::Unchanged => "unchanged (not written)".to_owned(),
@@ -161,5 +174,5 @@ fn explain(position: usize, entry: &Entry) -> ReplayOutput {
             0
         }
     };
-    ReplayOutput { stdout: out, exit_code }
+    ReplayOutput { stdout: out, warnings: Vec::new(), exit_code }
 }

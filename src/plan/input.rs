@@ -50,6 +50,12 @@ pub struct ClusterObjects {
 /// Reads exactly one Blueprint from a YAML or JSON file.
 pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
     let text = read(file)?;
+    blueprint_from_text(file, &text)
+}
+
+/// A Blueprint from its YAML (or JSON) text; `file` names it in errors.
+pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputError> {
+    let text = text.to_owned();
     let documents: Vec<Value> =
         serde_saphyr::from_multiple(&text).map_err(|e| error(file, format!("not valid YAML: {e}")))?;
     let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blueprint_machine::api::Blueprint;
@@ -13,7 +12,7 @@ use blueprint_machine::api::Blueprint;
 use super::ecosystem::Behaviour;
 use super::seed;
 use super::session::{Sandbox, SandboxOptions};
-use crate::journal::{Journal, JournalSettings};
+use crate::journal::JournalSettings;
 use crate::plan::input;
 
 pub struct SandboxArgs {
@@ -57,19 +56,16 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
         ..Behaviour::default()
     };
     let journal_path = args.journal.as_ref().map(|j| j.path.clone());
-    let journal = match args.journal {
-        Some(settings) => {
-            let shown = settings.path.display().to_string();
-            Some(Arc::new(Journal::open(settings).map_err(|e| format!("cannot open the journal {shown}: {e}"))?))
-        }
-        None => None,
+    let options = SandboxOptions {
+        behaviour,
+        debounce: Duration::from_millis(200),
+        journal: args.journal,
+        ..SandboxOptions::default()
     };
-    let options =
-        SandboxOptions { behaviour, debounce: Duration::from_millis(200), journal, ..SandboxOptions::default() };
     let version = options.operator_version.clone();
     let serve = args.serve.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut sandbox =
-        Sandbox::start(options, Some(serve)).await.map_err(|e| format!("cannot serve on {serve}: {e}"))?;
+        Sandbox::start(options, Some(serve)).await.map_err(|e| format!("cannot start the sandbox: {e}"))?;
     let address = match sandbox.transport() {
         super::session::Transport::Http(address) => address,
         super::session::Transport::InProcess => serve,
@@ -95,6 +91,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     let mut events_seen = 0;
     let end = follow(&mut sandbox, &name, args.timeout, started, &mut seen, &mut events_seen).await;
     let elapsed = started.elapsed();
+    sandbox.flush_journal();
     summary(&sandbox, elapsed, journal_path.as_deref());
     let code = match end {
         End::Completed => {

@@ -36,6 +36,8 @@ pub struct Behaviour {
     pub never_healthy: BTreeSet<String>,
     /// Dogus and components whose installation fails.
     pub failing_installs: BTreeSet<String>,
+    /// Restarts are rolling: a restarting dogu stays available (else it reports no health meanwhile).
+    pub rolling_restarts: bool,
 }
 
 impl Default for Behaviour {
@@ -46,6 +48,7 @@ impl Default for Behaviour {
             restart: Duration::from_secs(1),
             never_healthy: BTreeSet::new(),
             failing_installs: BTreeSet::new(),
+            rolling_restarts: false,
         }
     }
 }
@@ -148,11 +151,15 @@ pub async fn run(
                                 Work::Install { .. } => "upgrading",
                                 Work::Restart => "restarting",
                             };
+                            let health = match &work {
+                                Work::Restart if behaviour.rolling_restarts => health_of(&behaviour, name),
+                                _ => "",
+                            };
                             let _ = dogu_api
                                 .patch_status(
                                     name,
                                     &params,
-                                    &Patch::Merge(json!({"status": {"status": phase, "health": ""}})),
+                                    &Patch::Merge(json!({"status": {"status": phase, "health": health}})),
                                 )
                                 .await;
                             since

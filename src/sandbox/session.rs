@@ -17,7 +17,7 @@ use super::api::{ApiError, Clock, Emulator};
 use super::ecosystem::{self, Behaviour};
 use super::registry::{RegistryServer, Served};
 use crate::controller::{self, Options};
-use crate::journal::Journal;
+use crate::journal::{JournalSettings, JournalWriter};
 use crate::metrics::Metrics;
 use crate::registry::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 
@@ -40,8 +40,8 @@ pub struct SandboxOptions {
     pub follow_self_upgrade: bool,
     /// A virtual clock following tokio's time (for paused-clock tests) instead of the wall clock.
     pub virtual_clock: bool,
-    /// Record every reconcile (of every operator version the sandbox runs) here.
-    pub journal: Option<Arc<Journal>>,
+    /// Record every reconcile (of every operator version the sandbox runs) in this journal.
+    pub journal: Option<JournalSettings>,
 }
 
 impl Default for SandboxOptions {
@@ -75,7 +75,7 @@ pub struct Sandbox {
     pub metrics: Arc<Metrics>,
     transport: Transport,
     debounce: Duration,
-    journal: Option<Arc<Journal>>,
+    journal: Option<Arc<JournalWriter>>,
     controller: Option<RunningController>,
     ecosystem: JoinHandle<()>,
     installed: mpsc::UnboundedReceiver<(String, String)>,
@@ -105,7 +105,12 @@ impl Sandbox {
         };
         let emulator = Emulator::new(clock.clone());
         let transport = match serve {
-            Some(address) => Transport::Http(emulator.serve(address).await?),
+            Some(address) => Transport::Http(
+                emulator
+                    .serve(address)
+                    .await
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("cannot serve on {address}: {e}")))?,
+            ),
             None => Transport::InProcess,
         };
         let registry =
@@ -119,16 +124,26 @@ impl Sandbox {
             clock.clone(),
             sender,
         ));
+        let metrics = Metrics::shared();
+        let journal = match options.journal {
+            Some(settings) => {
+                let shown = settings.path.display().to_string();
+                let journal = JournalWriter::start(settings, metrics.clone())
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("cannot open the journal {shown}: {e}")))?;
+                Some(Arc::new(journal))
+            }
+            None => None,
+        };
         let mut sandbox = Sandbox {
             emulator,
             registry,
             registry_served,
             namespace: options.namespace,
             clock,
-            metrics: Metrics::shared(),
+            metrics,
             transport,
             debounce: options.debounce,
-            journal: options.journal,
+            journal,
             controller: None,
             ecosystem,
             installed,
@@ -307,6 +322,14 @@ impl Sandbox {
     pub async fn shutdown(mut self) {
         self.stop_controller().await;
         self.ecosystem.abort();
+        self.flush_journal();
+    }
+
+    /// Waits until every reconcile recorded so far is in the journal file.
+    pub fn flush_journal(&self) {
+        if let Some(journal) = &self.journal {
+            journal.flush();
+        }
     }
 }
 

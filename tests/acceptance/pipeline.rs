@@ -55,6 +55,21 @@ fn case_75_a_completed_blueprint_without_diff_does_nothing() {
     assert_eq!(again.status, first.status, "the status does not change, so nothing is written");
 }
 
+/// Found by the crash property: a Dogu CR deleted after completion is recreated by a reconcile that
+/// dies before its status write. The next reconcile finds no diff (the CR is as wanted) and a stored
+/// `Completed=True`; that must not keep the blueprint completed while the dogu is not installed.
+#[test]
+fn a_recreated_dogu_that_is_not_installed_yet_does_not_keep_the_blueprint_completed() {
+    let first = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").decide();
+    assert_eq!(first.state, State::Completed);
+    let mut recreated = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").after(&first);
+    recreated.dogu_mut("nexus").status = None;
+    let again = recreated.decide();
+    assert_ne!(again.state, State::Completed);
+    assert_eq!(cond(&again, "Completed").0, "False", "{:?}", condition(&again, "Completed"));
+    assert!(again.actions.is_empty(), "the CR is as wanted: {:?}", again.actions);
+}
+
 /// Amended: the completion event's reason is `Completed` (upstream: `completed`).
 #[test]
 fn case_76_an_empty_diff_completes_the_blueprint() {

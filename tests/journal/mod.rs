@@ -4,20 +4,20 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use blueprint_machine::State;
 use blueprint_operator::journal::reader::{self, Entry};
 use blueprint_operator::journal::replay::{Verdict, verdict};
-use blueprint_operator::journal::{Journal, JournalSettings, ReadError, read_files};
+use blueprint_operator::journal::{Journal, JournalSettings, ReadError};
 use blueprint_operator::sandbox::seed;
 use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions};
 use serde_json::Value;
 
-/// The scenarios of `tests/sandbox/e2e.rs` recorded by `make record-corpus`.
-const SCENARIOS: [&str; 11] = [
+/// The scenarios of `tests/sandbox/e2e.rs` recorded by `make record-corpus` (every file in
+/// `tests/replay/` is replayed; these must be among them).
+const SCENARIOS: [&str; 14] = [
     "fresh-install",
     "upgrade",
     "self-upgrade",
@@ -29,10 +29,30 @@ const SCENARIOS: [&str; 11] = [
     "registry-unavailable",
     "apply-failure",
     "status-conflict",
+    "config-conflict",
+    "config-change",
+    "two-blueprints",
 ];
 
 fn corpus(scenario: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/replay/{scenario}.jsonl"))
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/replay");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn read_files(files: &[PathBuf]) -> Result<Vec<Entry>, ReadError> {
+    let read = blueprint_operator::journal::read_files(files)?;
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    Ok(read.entries)
 }
 
 fn binary() -> Command {
@@ -44,9 +64,13 @@ fn the_corpus_replays_identically() {
     let mut states = std::collections::HashSet::new();
     let (mut records, mut failures, mut versions) = (0, 0, BTreeSet::new());
     let mut divergences = Vec::new();
+    let files = corpus_files();
     for scenario in SCENARIOS {
-        let entries = read_files(&[corpus(scenario)]).unwrap_or_else(|e| panic!("{scenario}: {e}"));
-        assert!(!entries.is_empty(), "{scenario}: no records");
+        assert!(files.contains(&corpus(scenario)), "the corpus has no {scenario}");
+    }
+    for file in &files {
+        let entries = read_files(std::slice::from_ref(file)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!entries.is_empty(), "{}: no records", file.display());
         for entry in &entries {
             records += 1;
             let record = &entry.record;
@@ -65,6 +89,8 @@ fn the_corpus_replays_identically() {
     );
     // The corpus exercises what replay is for: every kind of state, failures, an operator upgrade.
     for state in [
+        State::MultipleBlueprints,
+        State::AwaitingDogus,
         State::Invalid,
         State::ValidationPending,
         State::NotExecutable,
@@ -76,7 +102,7 @@ fn the_corpus_replays_identically() {
     ] {
         assert!(states.contains(&state), "no record of {state}: {states:?}");
     }
-    assert!(failures > 0, "no record of a failed apply");
+    assert!(failures > 1, "no records of failed applies (a server error and a conflict)");
     assert!(versions.len() > 1, "no record of an operator upgrade: {versions:?}");
     assert!(records >= 50, "{records} records");
 }
@@ -84,6 +110,21 @@ fn the_corpus_replays_identically() {
 /// The first record of the fresh install: it creates every dogu.
 fn fresh_install_first() -> Entry {
     read_files(&[corpus("fresh-install")]).unwrap().remove(0)
+}
+
+/// Every corpus record written again is the line it was read from: a change to how an Observation,
+/// Decision or Record serializes (a renamed, added or dropped field) fails here, and is either undone
+/// or made on purpose: with `FORMAT` bumped once a release has written journals, and the corpus
+/// re-recorded.
+#[test]
+fn the_format_is_what_the_corpus_was_written_in() {
+    for file in corpus_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (entry, line) in read_files(std::slice::from_ref(&file)).unwrap().iter().zip(text.lines()) {
+            let written = serde_json::to_string(&entry.record).unwrap();
+            assert!(written == line, "{}:{}: the record reads back differently", file.display(), entry.line);
+        }
+    }
 }
 
 #[test]
@@ -102,10 +143,38 @@ fn a_changed_decision_reads_as_what_changed() {
 
     let Verdict::Divergent(lines) = verdict(&record) else { panic!("not divergent") };
     assert!(lines.iter().any(|l| l == "status.conditions[Valid].reason: \"SomethingElse\" → \"Valid\""), "{lines:#?}");
-    assert!(lines.iter().any(|l| l.starts_with("actions[createComponent k8s-longhorn]: added {")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("actions[components createComponent k8s-longhorn]: added {")),
+        "{lines:#?}"
+    );
     assert!(lines.iter().any(|l| l == "requeue.after: 10.0 → 1.0"), "{lines:#?}");
     assert!(lines.iter().all(|l| !l.contains("conditions[0]")), "conditions are named by type: {lines:#?}");
     assert_eq!(verdict(&entry.record), Verdict::Identical);
+}
+
+#[test]
+fn actions_are_named_by_stage_kind_and_object_and_numbered_when_repeated() {
+    // The record of the upgrade with the most actions (pauses, config writes, upgrades).
+    let entry = read_files(&[corpus("upgrade")])
+        .unwrap()
+        .into_iter()
+        .max_by_key(|e| e.record.decision.as_ref().map(|d| d.actions.len()))
+        .unwrap();
+    let mut record = entry.record.clone();
+    let actions = &mut record.decision.as_mut().unwrap().actions;
+    assert!(actions.len() >= 3, "{} actions", actions.len());
+    // One action less, and one twice: two lines, not one per shifted position.
+    let first = actions.remove(0);
+    let repeated = actions.last().unwrap().clone();
+    actions.push(repeated.clone());
+    let Verdict::Divergent(lines) = verdict(&record) else { panic!("not divergent") };
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let name = |a: &blueprint_machine::Action| {
+        let value = serde_json::to_value(a).unwrap();
+        format!("actions[{} {} ", value["stage"].as_str().unwrap(), value["kind"].as_str().unwrap())
+    };
+    assert!(lines[0].starts_with(&name(&repeated)) && lines[0].contains("#2]: removed {"), "{lines:#?}");
+    assert!(lines[1].starts_with(&name(&first)) && lines[1].contains("]: added {"), "{lines:#?}");
 }
 
 fn write_journal(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
@@ -186,7 +255,77 @@ fn reading_names_the_problem_and_the_line() {
     assert_eq!(error.to_string(), "j.jsonl:1: not a journal record: it has no \"format\" number");
     let error = reader::parse(file, "{\"format\": 0}\n").unwrap_err();
     assert_eq!(error.to_string(), "j.jsonl:1: journal format 0 is no longer read (this operator reads format 1)");
-    assert!(reader::parse(file, "\n\n").unwrap().is_empty(), "blank lines are skipped");
+    assert!(reader::parse(file, "\n\n").unwrap().entries.is_empty(), "blank lines are skipped");
+}
+
+#[test]
+fn a_torn_last_line_is_skipped_with_a_warning_and_cut_off_on_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = lines_of(&corpus("fresh-install"));
+    // A writer that stopped half-way through the third line.
+    let path = dir.path().join("torn.jsonl");
+    let torn = format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..lines[2].len() / 2]);
+    std::fs::write(&path, &torn).unwrap();
+    let read = blueprint_operator::journal::read_files(std::slice::from_ref(&path)).unwrap();
+    assert_eq!(read.entries.len(), 2);
+    assert_eq!(
+        read.warnings,
+        [format!("{}:3: skipped a torn last line (the writer stopped mid-line)", path.display())]
+    );
+    let output = binary().arg("replay").arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("warning: "), "the warning is shown");
+    // A torn line in the middle is not a torn last line: an error.
+    std::fs::write(&path, format!("{}\n{}\n", &lines[0][..10], lines[1])).unwrap();
+    let error = blueprint_operator::journal::read_files(std::slice::from_ref(&path)).unwrap_err();
+    assert!(matches!(error, ReadError::Malformed { line: 1, .. }), "{error}");
+
+    // The writer reopens the torn file: the half line is cut off, the next record starts a line.
+    std::fs::write(&path, &torn).unwrap();
+    let mut journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: u64::MAX, keep: 1 }).unwrap();
+    journal.append(&fresh_install_first().record).unwrap();
+    let names: Vec<usize> = read_files(std::slice::from_ref(&path)).unwrap().iter().map(|e| e.line).collect();
+    assert_eq!(names, [1, 2, 3], "whole lines only");
+}
+
+#[test]
+fn a_record_naming_an_action_its_decision_lacks_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = lines_of(&corpus("apply-failure"));
+    let index = lines.iter().position(|l| l.contains("\"failure\"")).unwrap();
+    let mut record: Value = serde_json::from_str(&lines[index]).unwrap();
+    record["execution"]["failure"]["action"] = u64::MAX.into();
+    lines[index] = record.to_string();
+    let bad = write_journal(dir.path(), "bad.jsonl", &lines);
+    let output = binary().args(["replay", "--explain", "1"]).arg(&bad).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let expected = format!(
+        "error: {}:{}: not a journal record: the failed action {} is not in a decision with ",
+        bad.display(),
+        index + 1,
+        u64::MAX
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}
+
+#[test]
+fn a_journal_replaced_under_the_writer_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let record = fresh_install_first().record;
+    let mut journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: u64::MAX, keep: 1 }).unwrap();
+    journal.append(&record).unwrap();
+    // Someone moves the file away (logrotate without copytruncate, or by hand).
+    std::fs::rename(&path, dir.path().join("moved.jsonl")).unwrap();
+    journal.append(&record).unwrap();
+    assert_eq!(read_files(std::slice::from_ref(&path)).unwrap().len(), 1, "the next record is in a new file at PATH");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "readable by its owner only");
+    }
 }
 
 #[test]
@@ -196,7 +335,7 @@ fn rotation_keeps_the_newest_files() {
     let record = fresh_install_first().record;
     let size = serde_json::to_vec(&record).unwrap().len() as u64 + 1;
     // Three records fit in a file; two rotated files are kept.
-    let journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: 3 * size + 10, keep: 2 }).unwrap();
+    let mut journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: 3 * size + 10, keep: 2 }).unwrap();
     for n in 0..10 {
         let mut numbered = record.clone();
         numbered.blueprint = format!("r{n}");
@@ -213,7 +352,7 @@ fn rotation_keeps_the_newest_files() {
     }
     // A reopened journal appends to what is there.
     drop(journal);
-    let journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: 3 * size + 10, keep: 2 }).unwrap();
+    let mut journal = Journal::open(JournalSettings { path: path.clone(), max_bytes: 3 * size + 10, keep: 2 }).unwrap();
     journal.append(&record).unwrap();
     let names: Vec<String> =
         read_files(std::slice::from_ref(&path)).unwrap().into_iter().map(|e| e.record.blueprint).collect();
@@ -240,7 +379,7 @@ fn secret_values(sandbox: &Sandbox) -> Vec<String> {
 async fn a_live_journal_replays_identically_and_holds_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.jsonl");
-    let journal = Arc::new(Journal::open(JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 }).unwrap());
+    let journal = JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 };
     let options = SandboxOptions { virtual_clock: true, journal: Some(journal), ..Default::default() };
     let mut sandbox = Sandbox::start(options, None).await.unwrap();
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).unwrap();
@@ -263,5 +402,59 @@ async fn a_live_journal_replays_identically_and_holds_no_secret() {
     assert!(entries.len() >= 4, "{} records", entries.len());
     for entry in &entries {
         assert_eq!(verdict(&entry.record), Verdict::Identical, "record {}", entry.line);
+    }
+}
+
+/// A blueprint with sensitive values written in plain text (which validation rejects) and a copy of
+/// them in kubectl's last-applied annotation: the journal keeps neither.
+#[tokio::test(start_paused = true)]
+async fn plaintext_sensitive_values_in_a_blueprint_never_reach_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let journal = JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 };
+    let options = SandboxOptions { virtual_clock: true, journal: Some(journal), ..Default::default() };
+    let mut sandbox = Sandbox::start(options, None).await.unwrap();
+    seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).unwrap();
+    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
+    sandbox.start_controller("0.1.0");
+    let yaml = r#"
+apiVersion: k8s.cloudogu.com/v2
+kind: Blueprint
+metadata: {name: blueprint-ces, namespace: ecosystem}
+spec:
+  blueprint:
+    dogus: [{name: official/postfix, version: "3.9.0-2"}]
+    config:
+      global:
+        - {key: smtp/password, sensitive: true, value: PLAINTEXT-GLOBAL-VALUE}
+      dogus:
+        postfix:
+          - {key: relay/password, sensitive: true, value: PLAINTEXT-DOGU-VALUE}
+"#;
+    let blueprint: blueprint_machine::api::Blueprint = serde_saphyr::from_str(yaml).unwrap();
+    sandbox.apply_blueprint(&blueprint).unwrap();
+    let annotation = serde_json::to_string(&blueprint).unwrap();
+    sandbox
+        .emulator
+        .edit("k8s.cloudogu.com/v2", "Blueprint", "ecosystem", "blueprint-ces", |b| {
+            b["metadata"]["annotations"] =
+                serde_json::json!({"kubectl.kubernetes.io/last-applied-configuration": annotation});
+        })
+        .unwrap();
+    let invalid = sandbox
+        .wait_until("blueprint-ces", Duration::from_secs(600), |b| {
+            b.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Valid" && c.status == "False"))
+        })
+        .await;
+    assert!(invalid.is_some(), "rejected by validation");
+    sandbox.shutdown().await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().count() >= 1);
+    for plaintext in ["PLAINTEXT-GLOBAL-VALUE", "PLAINTEXT-DOGU-VALUE"] {
+        assert!(!text.contains(plaintext), "{plaintext} is in the journal");
+    }
+    assert!(text.contains(blueprint_operator::journal::REDACTED), "the values were replaced, not dropped");
+    for entry in read_files(&[path]).unwrap() {
+        assert_eq!(verdict(&entry.record), Verdict::Identical, "redaction changes no decision");
     }
 }

@@ -336,6 +336,8 @@ fn build(
         now: 100,
         operator_version: None,
         revision: 1,
+        broken: Default::default(),
+        registry_down: false,
     };
     model.secrets.insert(
         "s1".into(),

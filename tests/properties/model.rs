@@ -39,6 +39,10 @@ pub struct Model {
     pub operator_version: Option<String>,
     /// Bumped on every write, like `resourceVersion`.
     pub revision: u64,
+    /// Dogus the dogu operator cannot bring up: they stay unavailable.
+    pub broken: std::collections::BTreeSet<String>,
+    /// The dogu registry cannot be asked: every descriptor is unavailable.
+    pub registry_down: bool,
 }
 
 impl Model {
@@ -47,6 +51,10 @@ impl Model {
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {
+                if self.registry_down {
+                    let reason = "the dogu registry at https://registry.invalid cannot be reached".to_owned();
+                    return DescriptorEntry { name, version, lookup: DescriptorLookup::Unavailable { reason } };
+                }
                 let descriptor = self
                     .descriptors
                     .get(&(name.clone(), version.clone()))
@@ -191,7 +199,9 @@ impl Model {
             if dogu.spec.pause_reconciliation == Some(true) {
                 // Paused: the dogu keeps running (and reporting health) but is neither upgraded nor
                 // restarted.
-                dogu.status.get_or_insert_with(Default::default).health = Some("available".into());
+                let broken = self.broken.contains(name);
+                dogu.status.get_or_insert_with(Default::default).health =
+                    Some(if broken { "unavailable" } else { "available" }.into());
                 continue;
             }
             let config_updated = [
@@ -213,7 +223,8 @@ impl Model {
                 status.installed_version = Some(dogu.spec.version.clone());
                 status.started_at = Some(at(self.now));
             }
-            status.health = Some("available".into());
+            let broken = self.broken.contains(name);
+            status.health = Some(if broken { "unavailable" } else { "available" }.into());
         }
         for (name, component) in &mut self.components {
             let status = component.status.get_or_insert_with(Default::default);

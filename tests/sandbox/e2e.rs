@@ -2,11 +2,10 @@
 //! component operators, on tokio's paused clock.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use blueprint_machine::api::Blueprint;
-use blueprint_operator::journal::{Journal, JournalSettings};
+use blueprint_operator::journal::JournalSettings;
 use blueprint_operator::sandbox::api::LoggedRequest;
 use blueprint_operator::sandbox::ecosystem::Behaviour;
 use blueprint_operator::sandbox::registry::Fault;
@@ -36,7 +35,7 @@ async fn recorded_sandbox(scenario: Option<&str>, behaviour: Behaviour, cluster:
     let journal = scenario.filter(|_| std::env::var_os("RECORD_CORPUS").is_some()).map(|scenario| {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/replay/{scenario}.jsonl"));
         let _ = std::fs::remove_file(&path);
-        Arc::new(Journal::open(JournalSettings { path, max_bytes: u64::MAX, keep: 0 }).unwrap())
+        JournalSettings { path, max_bytes: u64::MAX, keep: 0 }
     });
     let options = SandboxOptions { virtual_clock: true, behaviour, journal, ..Default::default() };
     let sandbox = Sandbox::start(options, None).await.unwrap();
@@ -388,6 +387,61 @@ async fn a_stopped_blueprint_shows_its_diff_and_writes_nothing() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_config_change_waits_for_the_restart() {
+    // Rolling restarts: the ecosystem stays healthy while redmine restarts, so the operator waits for
+    // the dogu to run the new config (AwaitingDogus), not for health.
+    let behaviour = Behaviour { rolling_restarts: true, restart: Duration::from_secs(20), ..Behaviour::default() };
+    let mut sandbox = recorded_sandbox(Some("config-change"), behaviour, seed::DEFAULT_CLUSTER).await;
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&default_blueprint()).unwrap();
+    sandbox.wait_until(NAME, LIMIT, completed).await.unwrap();
+    let before = sandbox.emulator.get("k8s.cloudogu.com/v2", "Dogu", NS, "redmine").unwrap();
+    let changed = blueprint(&seed::DEFAULT_BLUEPRINT.replace("value: WARN", "value: DEBUG"));
+    sandbox.apply_blueprint(&changed).unwrap();
+    let done = sandbox.wait_until(NAME, LIMIT, |b| b.metadata.generation == Some(2) && completed(b)).await;
+    assert!(done.is_some(), "{}", conditions(&sandbox));
+    let awaited = metric(&sandbox, "blueprint_operator_reconciles_total{outcome=\"AwaitingDogus\"}");
+    assert!(awaited >= 1.0, "completion waited for the restart: {awaited} reconciles in AwaitingDogus");
+    let after = sandbox.emulator.get("k8s.cloudogu.com/v2", "Dogu", NS, "redmine").unwrap();
+    assert_ne!(before["status"]["startedAt"], after["status"]["startedAt"], "redmine restarted");
+    let config = sandbox.emulator.get("v1", "ConfigMap", NS, "redmine-config").unwrap();
+    assert!(config["data"]["config.yaml"].as_str().unwrap().contains("root: DEBUG"));
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_blueprint_stops_all_changes_until_it_is_gone() {
+    let mut sandbox = fresh_recorded("two-blueprints").await;
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&default_blueprint()).unwrap();
+    sandbox.wait_until(NAME, LIMIT, completed).await.unwrap();
+    let writes = ecosystem_writes(&sandbox.emulator.requests()).len();
+    let mut second = default_blueprint();
+    second.metadata.name = Some("blueprint-other".into());
+    sandbox.apply_blueprint(&second).unwrap();
+    // A config key changed by hand while two blueprints exist: neither may correct it.
+    let hacked = "fqdn: hacked.example.com\nadmin_group: ces-admins\ndomain: example.com\n";
+    sandbox
+        .emulator
+        .edit("v1", "ConfigMap", NS, "global-config", |c| c["data"]["config.yaml"] = json!(hacked))
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let multiple = metric(&sandbox, "blueprint_operator_reconciles_total{outcome=\"MultipleBlueprints\"}");
+    assert!(multiple >= 2.0, "both blueprints were reconciled and refused: {multiple}");
+    assert_eq!(ecosystem_writes(&sandbox.emulator.requests()).len(), writes, "nothing changed");
+    assert!(sandbox.blueprint("blueprint-other").unwrap().status.is_none(), "no status is written");
+    // Once it is gone, the remaining blueprint's next reconcile (its requeue) corrects the drift.
+    sandbox.emulator.delete("k8s.cloudogu.com/v2", "Blueprint", NS, "blueprint-other").unwrap();
+    wait_for(&mut sandbox, |s| {
+        s.emulator
+            .get("v1", "ConfigMap", NS, "global-config")
+            .is_some_and(|c| c["data"]["config.yaml"].as_str().unwrap().contains("fqdn: ces.example.com"))
+    })
+    .await;
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn drift_is_corrected_after_completion() {
     let mut sandbox = fresh_recorded("drift").await;
     sandbox.start_controller("0.1.0");
@@ -520,6 +574,17 @@ async fn converges_after_a_409_on_the_status_write() {
     let conflicts =
         sandbox.emulator.requests().iter().filter(|r| r.path.ends_with("/status") && r.status == 409).count();
     assert_eq!(conflicts, 1, "the fault happened");
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn converges_after_a_conflict_on_a_config_write() {
+    let sandbox = converges_despite(Some("config-conflict"), |s| {
+        s.emulator.fail_next(Some("PATCH"), "/configmaps/global-config", 1, 409)
+    })
+    .await;
+    let conflicts = sandbox.emulator.requests().iter().filter(|r| r.status == 409).count();
+    assert_eq!(conflicts, 1);
     sandbox.shutdown().await;
 }
 

@@ -1,0 +1,693 @@
+//! Generated histories: what can happen between and during reconciles — spec edits, operator
+//! progress, health flaps, broken dogus, drift by administrators, registry outages, crashes in the
+//! middle of a reconcile, stale reads — and a runner that applies them to the model cluster, checking
+//! every reconcile on the way.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use blueprint_machine::api::{BlueprintDogu, BlueprintSpec, ConfigEntry, Dogu, MaskDogu};
+use blueprint_machine::decision::Decision;
+use blueprint_machine::model::DoguVersion;
+use blueprint_machine::{State, conditions};
+use proptest::prelude::*;
+
+use super::generate::{DOGUS, KEYS, VALUES, VERSIONS};
+use super::model::{Model, Store};
+
+/// One thing that happens.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A reconcile: observe, decide, perform every action, write the status.
+    Reconcile,
+    /// A reconcile cut off after `performed` actions: the process dies before the rest and before the
+    /// status write; the next process starts with nothing in memory.
+    Crash {
+        performed: usize,
+    },
+    /// A reconcile on an observation whose Dogus (`dogus`), Components and config (`config`) are
+    /// `age` snapshots old: caches that have not yet shown recent writes.
+    Stale {
+        age: usize,
+        dogus: bool,
+        config: bool,
+    },
+    /// The dogu and component operators catch up: install, upgrade, restart, report health.
+    Progress,
+    /// A dogu reports unavailable for a while (it recovers with the next progress).
+    Flap {
+        dogu: usize,
+    },
+    /// A dogu the dogu operator cannot bring up: it stays unavailable until repaired.
+    Break {
+        dogu: usize,
+    },
+    Repair {
+        dogu: usize,
+    },
+    RegistryDown,
+    RegistryUp,
+    /// The blueprint's spec changes (a new generation).
+    Edit(Edit),
+    /// An administrator changes the cluster by hand.
+    Drift(Drift),
+}
+
+#[derive(Clone, Debug)]
+pub enum Edit {
+    VersionUp {
+        dogu: usize,
+    },
+    Add {
+        dogu: usize,
+    },
+    Remove {
+        dogu: usize,
+    },
+    Mask {
+        dogu: usize,
+    },
+    Unmask {
+        dogu: usize,
+    },
+    /// `dogu: None` is the global config.
+    ConfigSet {
+        dogu: Option<usize>,
+        key: usize,
+        value: usize,
+    },
+    ConfigRemove {
+        dogu: Option<usize>,
+        key: usize,
+    },
+    Stopped(bool),
+    IgnoreDoguHealth(bool),
+    IgnoreComponentHealth(bool),
+}
+
+#[derive(Clone, Debug)]
+pub enum Drift {
+    DeleteDogu {
+        dogu: usize,
+    },
+    /// The Dogu CR's volume size and mounts edited away.
+    EditDogu {
+        dogu: usize,
+    },
+    ConfigValue {
+        dogu: Option<usize>,
+        key: usize,
+        value: usize,
+    },
+}
+
+pub fn edit() -> impl Strategy<Value = Edit> {
+    let dogu = || 0..DOGUS.len();
+    let config_dogu = || proptest::option::weighted(0.7, 0..DOGUS.len());
+    prop_oneof![
+        3 => dogu().prop_map(|dogu| Edit::VersionUp { dogu }),
+        2 => dogu().prop_map(|dogu| Edit::Add { dogu }),
+        2 => dogu().prop_map(|dogu| Edit::Remove { dogu }),
+        1 => dogu().prop_map(|dogu| Edit::Mask { dogu }),
+        1 => dogu().prop_map(|dogu| Edit::Unmask { dogu }),
+        3 => (config_dogu(), 0..KEYS.len(), 0..VALUES.len())
+            .prop_map(|(dogu, key, value)| Edit::ConfigSet { dogu, key, value }),
+        2 => (config_dogu(), 0..KEYS.len()).prop_map(|(dogu, key)| Edit::ConfigRemove { dogu, key }),
+        1 => any::<bool>().prop_map(Edit::Stopped),
+        1 => any::<bool>().prop_map(Edit::IgnoreDoguHealth),
+        1 => any::<bool>().prop_map(Edit::IgnoreComponentHealth),
+    ]
+}
+
+fn drift() -> impl Strategy<Value = Drift> {
+    prop_oneof![
+        (0..DOGUS.len()).prop_map(|dogu| Drift::DeleteDogu { dogu }),
+        (0..DOGUS.len()).prop_map(|dogu| Drift::EditDogu { dogu }),
+        (proptest::option::weighted(0.7, 0..DOGUS.len()), 0..KEYS.len(), 0..VALUES.len())
+            .prop_map(|(dogu, key, value)| Drift::ConfigValue { dogu, key, value }),
+    ]
+}
+
+/// Anything, crashes and stale reads included.
+pub fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => Just(Step::Reconcile),
+        2 => (0..6usize).prop_map(|performed| Step::Crash { performed }),
+        2 => (1..4usize, any::<bool>(), any::<bool>()).prop_map(|(age, dogus, config)| Step::Stale { age, dogus, config }),
+        6 => Just(Step::Progress),
+        1 => (0..DOGUS.len()).prop_map(|dogu| Step::Flap { dogu }),
+        1 => (0..DOGUS.len()).prop_map(|dogu| Step::Break { dogu }),
+        1 => (0..DOGUS.len()).prop_map(|dogu| Step::Repair { dogu }),
+        1 => Just(Step::RegistryDown),
+        1 => Just(Step::RegistryUp),
+        4 => edit().prop_map(Step::Edit),
+        2 => drift().prop_map(Step::Drift),
+    ]
+}
+
+/// Without stale reads (the crash and missed-event comparisons need a run that a stale read cannot
+/// make differ by an early conflict).
+pub fn fresh_step() -> impl Strategy<Value = Step> {
+    step().prop_filter("no stale read", |s| !matches!(s, Step::Stale { .. }))
+}
+
+/// The cluster as the objects the blueprint shapes: what two runs must agree on.
+#[derive(Debug, PartialEq)]
+pub struct ClusterState {
+    pub dogus: BTreeMap<String, serde_json::Value>,
+    pub components: BTreeMap<String, serde_json::Value>,
+    pub config: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+pub fn cluster_state(model: &Model) -> ClusterState {
+    let spec = |value: serde_json::Value| {
+        let mut spec = value["spec"].clone();
+        // A volume size of "0" asks for the dogu operator's default, as no size does.
+        let default_size = |size: &serde_json::Value| size.is_null() || size == "0";
+        let resources = &spec["resources"];
+        if !resources.is_null()
+            && default_size(&resources["minDataVolumeSize"])
+            && default_size(&resources["dataVolumeSize"])
+        {
+            spec.as_object_mut().unwrap().remove("resources");
+        }
+        spec
+    };
+    let mut config = BTreeMap::new();
+    if let Some(global) = &model.global {
+        config.insert("global".to_owned(), global.entries.clone());
+    }
+    for (dogu, store) in &model.dogu_config {
+        config.insert(format!("dogu {dogu}"), store.entries.clone());
+    }
+    for (dogu, store) in &model.sensitive {
+        config.insert(format!("sensitive {dogu}"), store.entries.clone());
+    }
+    // An empty config object holds what no object holds: no key.
+    config.retain(|_, entries: &mut BTreeMap<String, String>| !entries.is_empty());
+    ClusterState {
+        dogus: model.dogus.iter().map(|(n, d)| (n.clone(), spec(serde_json::to_value(d).unwrap()))).collect(),
+        components: model.components.iter().map(|(n, c)| (n.clone(), spec(serde_json::to_value(c).unwrap()))).collect(),
+        config,
+    }
+}
+
+/// Which conditions an event reports on, and whether it needs a status transition (a state event) or
+/// any change of the condition (a problem event: a new error is worth a new event).
+fn reported_by(reason: &str) -> Option<(&'static [&'static str], bool)> {
+    use blueprint_machine::events::reason as r;
+    const VALIDITY: &[&str] = &[conditions::VALID, conditions::EXECUTABLE];
+    Some(match reason {
+        r::BLUEPRINT_SPEC_INVALID => (VALIDITY, false),
+        r::MISSING_CONFIG_REFERENCES | r::INVALID_CLUSTER_STATE => (&[conditions::EXECUTABLE], false),
+        r::ECOSYSTEM_HEALTHY | r::ECOSYSTEM_UNHEALTHY => (&[conditions::ECOSYSTEM_HEALTHY], true),
+        r::AWAIT_SELF_UPGRADE | r::SELF_UPGRADE_COMPLETED => (&[conditions::SELF_UPGRADE_COMPLETED], true),
+        r::COMPLETED => (&[conditions::COMPLETED], true),
+        r::EXECUTION_FAILED => (&[conditions::LAST_APPLY_SUCCEEDED], false),
+        _ => return None,
+    })
+}
+
+/// A model cluster and the reconciles run on it.
+pub struct Run {
+    pub model: Model,
+    /// Earlier models, newest last (for stale reads).
+    past: VecDeque<Model>,
+    /// Every decision, in order.
+    pub decisions: Vec<Decision>,
+    /// The highest `observedGeneration` stored so far.
+    observed_generation: i64,
+}
+
+impl Run {
+    pub fn new(model: Model) -> Self {
+        Run { model, past: VecDeque::new(), decisions: Vec::new(), observed_generation: 0 }
+    }
+
+    pub fn apply(&mut self, step: &Step) -> Result<(), TestCaseError> {
+        self.past.push_back(self.model.clone());
+        if self.past.len() > 4 {
+            self.past.pop_front();
+        }
+        match step {
+            Step::Reconcile => self.reconcile(None)?,
+            Step::Crash { performed } => self.reconcile(Some(*performed))?,
+            Step::Stale { age, dogus, config } => self.stale(*age, *dogus, *config)?,
+            Step::Progress => self.model.operators_progress(),
+            Step::Flap { dogu } => {
+                if let Some(d) = self.model.dogus.get_mut(DOGUS[*dogu]) {
+                    d.status.get_or_insert_with(Default::default).health = Some("unavailable".into());
+                }
+            }
+            Step::Break { dogu } => {
+                self.model.broken.insert(DOGUS[*dogu].to_owned());
+            }
+            Step::Repair { dogu } => {
+                self.model.broken.remove(DOGUS[*dogu]);
+            }
+            Step::RegistryDown => self.model.registry_down = true,
+            Step::RegistryUp => self.model.registry_down = false,
+            Step::Edit(edit) => apply_edit(&mut self.model, edit),
+            Step::Drift(drift) => apply_drift(&mut self.model, drift),
+        }
+        self.model.now += 1;
+        Ok(())
+    }
+
+    /// One reconcile on the current model; `cut`: the process dies after that many actions.
+    fn reconcile(&mut self, cut: Option<usize>) -> Result<(), TestCaseError> {
+        let observation = self.model.observe();
+        let decision = blueprint_machine::reconcile(&observation);
+        self.check(&observation, &decision)?;
+        let limit = cut.unwrap_or(usize::MAX);
+        if let Err(failure) = self.model.execute(&decision, limit) {
+            // On a fresh observation nothing may fail: a failure is a wrong decision (a create of
+            // something that exists, a write based on a version that is not the observed one).
+            return Err(TestCaseError::fail(format!(
+                "an action failed on a fresh observation: {failure:?}\n{decision:#?}"
+            )));
+        }
+        // A crash comes before the status write, however many actions were performed.
+        if cut.is_none() {
+            self.store(&decision);
+        }
+        self.decisions.push(decision);
+        Ok(())
+    }
+
+    /// A reconcile on an observation whose object caches lag; the Blueprint is current (the reflector
+    /// is monotonic and the operator reads its own status writes). Optimistic concurrency must make
+    /// any write the current cluster would regress through fail instead.
+    fn stale(&mut self, age: usize, dogus: bool, config: bool) -> Result<(), TestCaseError> {
+        let Some(old) = self.past.len().checked_sub(age + 1).and_then(|i| self.past.get(i)).cloned() else {
+            return self.reconcile(None);
+        };
+        let mut seen = self.model.clone();
+        if dogus {
+            seen.dogus = old.dogus.clone();
+            seen.components = old.components.clone();
+        }
+        if config {
+            seen.global = old.global.clone();
+            seen.dogu_config = old.dogu_config.clone();
+            seen.sensitive = old.sensitive.clone();
+        }
+        let observation = seen.observe();
+        let decision = blueprint_machine::reconcile(&observation);
+        self.check(&observation, &decision)?;
+        let before = self.model.clone();
+        let failure = self.model.execute(&decision, usize::MAX).err();
+        no_regression(&before, &self.model)?;
+        let decision = match failure {
+            Some(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
+            None => decision,
+        };
+        self.store(&decision);
+        self.decisions.push(decision);
+        Ok(())
+    }
+
+    fn store(&mut self, decision: &Decision) {
+        self.model.store_status(decision.status.as_ref());
+        if let Some(generation) = decision.status.as_ref().and_then(|s| s.observed_generation) {
+            self.observed_generation = self.observed_generation.max(generation);
+        }
+    }
+
+    /// What must hold for every decision, beyond `assert_safe`: transition times move exactly with the
+    /// status, `observedGeneration` never goes back, and an event reports a transition only when there
+    /// is one, at most once.
+    fn check(&self, observation: &blueprint_machine::Observation, decision: &Decision) -> Result<(), TestCaseError> {
+        super::assert_safe(observation, decision)?;
+        let stored = observation.blueprint.as_ref().and_then(|b| b.status.as_ref());
+        let stored_conditions = stored.map(|s| s.conditions.as_slice()).unwrap_or_default();
+        if let Some(status) = &decision.status {
+            for condition in &status.conditions {
+                match stored_conditions.iter().find(|c| c.type_ == condition.type_) {
+                    Some(before) if before.status == condition.status => prop_assert_eq!(
+                        &before.last_transition_time,
+                        &condition.last_transition_time,
+                        "{} kept its status {} but its transition time moved",
+                        condition.type_,
+                        condition.status
+                    ),
+                    _ => prop_assert_eq!(
+                        &condition.last_transition_time,
+                        &observation.now,
+                        "{} changed its status but not its transition time",
+                        condition.type_
+                    ),
+                }
+            }
+            let generation = status.observed_generation.unwrap_or_default();
+            prop_assert!(
+                generation >= self.observed_generation,
+                "observedGeneration went back from {} to {generation}",
+                self.observed_generation
+            );
+        }
+        // At most one event per condition change, and only when there is one.
+        let condition = |conditions: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
+                         type_: &str| {
+            conditions
+                .and_then(|c| c.iter().find(|c| c.type_ == type_))
+                .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+        };
+        let after_conditions = decision.status.as_ref().map(|s| s.conditions.as_slice());
+        let mut events_by_group: BTreeMap<&[&str], usize> = BTreeMap::new();
+        for event in &decision.events {
+            let Some((group, transition)) = reported_by(&event.reason) else { continue };
+            *events_by_group.entry(group).or_default() += 1;
+            let moved = group.iter().filter(|type_| {
+                let (before, after) = (condition(Some(stored_conditions), type_), condition(after_conditions, type_));
+                if transition { before.map(|b| b.0) != after.map(|a| a.0) } else { before != after }
+            });
+            prop_assert!(moved.count() > 0, "event {} without a change of {group:?}", event.reason);
+        }
+        for (group, count) in events_by_group {
+            prop_assert!(count <= group.len(), "{count} events for the changes of {group:?}: {:?}", decision.events);
+        }
+        if decision.status.as_ref() == stored && decision.actions.is_empty() {
+            prop_assert!(decision.events.is_empty(), "events without any change: {:?}", decision.events);
+        }
+        Ok(())
+    }
+
+    /// The spec becomes stable and the operators make progress: the stop flag is lifted, broken dogus
+    /// repaired, the registry is back.
+    pub fn settle(&mut self) {
+        if self.model.blueprint.blueprint_spec().and_then(|s| s.stopped) == Some(true) {
+            apply_edit(&mut self.model, &Edit::Stopped(false));
+        }
+        self.model.broken.clear();
+        self.model.registry_down = false;
+    }
+
+    /// Reconciles (each followed by operator progress) until `Completed=True`; the number it took.
+    pub fn converge(&mut self, bound: usize) -> Result<usize, TestCaseError> {
+        for round in 1..=bound {
+            self.reconcile(None)?;
+            if self.decisions.last().unwrap().state == State::Completed {
+                // From then on, nothing more is decided.
+                let observation = self.model.observe();
+                let after = blueprint_machine::reconcile(&observation);
+                self.check(&observation, &after)?;
+                prop_assert!(after.actions.is_empty(), "actions after completion: {:#?}", after.actions);
+                prop_assert!(after.events.is_empty(), "events after completion: {:?}", after.events);
+                prop_assert_eq!(after.state, State::Completed);
+                satisfied(&self.model)?;
+                return Ok(round);
+            }
+            self.model.operators_progress();
+        }
+        let states: Vec<_> = self.decisions.iter().rev().take(bound).map(|d| d.state).collect();
+        Err(TestCaseError::fail(format!("not completed within {bound} reconciles (last first): {states:?}")))
+    }
+}
+
+/// No write of a stale decision made the cluster go back: no version lower, nothing the blueprint
+/// wants uninstalled, no config key that held its wanted value changed.
+fn no_regression(before: &Model, after: &Model) -> Result<(), TestCaseError> {
+    let wanted = wanted(before);
+    for (name, dogu) in &before.dogus {
+        let Some(now) = after.dogus.get(name) else {
+            prop_assert!(!wanted.dogus.contains_key(name), "{name}, which the blueprint wants, was deleted");
+            continue;
+        };
+        let (from, to) =
+            (DoguVersion::parse(&dogu.spec.version).unwrap(), DoguVersion::parse(&now.spec.version).unwrap());
+        prop_assert!(to >= from, "{name} went back from {from} to {to}");
+    }
+    for (name, component) in &before.components {
+        if let Some(now) = after.components.get(name) {
+            let from = blueprint_machine::model::ComponentVersion::parse(&component.spec.version).unwrap();
+            let to = blueprint_machine::model::ComponentVersion::parse(&now.spec.version).unwrap();
+            prop_assert!(to >= from, "component {name} went back from {from} to {to}");
+        }
+    }
+    let stores = |model: &Model| -> BTreeMap<Option<String>, Store> {
+        let mut all: BTreeMap<Option<String>, Store> =
+            model.dogu_config.iter().map(|(d, s)| (Some(d.clone()), s.clone())).collect();
+        if let Some(global) = &model.global {
+            all.insert(None, global.clone());
+        }
+        all
+    };
+    let (old, new) = (stores(before), stores(after));
+    for ((dogu, key), value) in &wanted.config {
+        let held = old.get(dogu).and_then(|s| s.entries.get(key));
+        if held == Some(value) {
+            let now = new.get(dogu).and_then(|s| s.entries.get(key));
+            prop_assert!(now == Some(value), "config {dogu:?}/{key} held its wanted value {value:?}, now {now:?}");
+        }
+    }
+    Ok(())
+}
+
+/// `Completed=True` means the cluster is what the blueprint says: every wanted dogu installed at its
+/// wanted version, every wanted plain config value stored.
+fn satisfied(model: &Model) -> Result<(), TestCaseError> {
+    let wanted = wanted(model);
+    for (name, version) in &wanted.dogus {
+        let dogu = model.dogus.get(name);
+        prop_assert!(dogu.is_some(), "completed without {name}");
+        let installed = dogu.and_then(|d| d.status.as_ref()).and_then(|s| s.installed_version.clone());
+        prop_assert_eq!(
+            installed.as_deref(),
+            Some(version.as_str()),
+            "completed with {} not at its wanted version",
+            name
+        );
+    }
+    for ((dogu, key), value) in &wanted.config {
+        let store = match dogu {
+            Some(dogu) => model.dogu_config.get(dogu),
+            None => model.global.as_ref(),
+        };
+        let now = store.and_then(|s| s.entries.get(key));
+        prop_assert_eq!(now, Some(value), "completed with config {:?}/{} not at its wanted value", dogu, key);
+    }
+    Ok(())
+}
+
+struct Wanted {
+    dogus: BTreeMap<String, String>,
+    config: BTreeMap<(Option<String>, String), String>,
+}
+
+/// What the current blueprint wants: present dogus (by simple name, with version) and plain config values.
+fn wanted(model: &Model) -> Wanted {
+    let spec = model.blueprint.blueprint_spec().cloned().unwrap_or_default();
+    let manifest = spec.blueprint.unwrap_or_default();
+    let mask = spec.blueprint_mask.and_then(|m| m.dogus).unwrap_or_default();
+    let masked = |name: &str| mask.iter().find(|m| simple(&m.name) == simple(name));
+    let dogus = manifest
+        .dogus
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.absent != Some(true) && masked(&d.name).is_none_or(|m| m.absent != Some(true)))
+        .map(|d| {
+            let version = masked(&d.name).and_then(|m| m.version.clone()).or(d.version).unwrap_or_default();
+            (simple(&d.name).to_owned(), version)
+        })
+        .collect();
+    let mut config = BTreeMap::new();
+    let config_spec = manifest.config.unwrap_or_default();
+    for entry in config_spec.global.unwrap_or_default() {
+        if let (Some(value), None | Some(false)) = (entry.value, entry.absent) {
+            config.insert((None, entry.key), value);
+        }
+    }
+    for (dogu, entries) in config_spec.dogus.unwrap_or_default() {
+        for entry in entries {
+            if let (Some(value), None | Some(false), None | Some(false)) = (entry.value, entry.absent, entry.sensitive)
+            {
+                config.insert((Some(dogu.clone()), entry.key), value);
+            }
+        }
+    }
+    Wanted { dogus, config }
+}
+
+fn simple(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+fn spec_mut(model: &mut Model) -> &mut BlueprintSpec {
+    model.blueprint.metadata.generation = Some(model.blueprint.metadata.generation.unwrap_or(1) + 1);
+    model.blueprint.spec.spec.get_or_insert_with(Default::default)
+}
+
+/// A spec edit that keeps a reachable blueprint reachable: versions only go up, a dogu is removed
+/// (or masked away) only when no wanted dogu depends on it and with its config, added only when its
+/// dependencies are wanted, config values are plain.
+pub fn apply_edit(model: &mut Model, edit: &Edit) {
+    let wanted_now = wanted(model);
+    let depends_on = |model: &Model, dogu: &str| {
+        wanted_now.dogus.iter().any(|(other, version)| {
+            model
+                .descriptors
+                .get(&(format!("official/{other}"), version.clone()))
+                .is_some_and(|d| d.dependencies.iter().any(|dep| dep.name == dogu))
+        })
+    };
+    let installed_version = |model: &Model, dogu: &str| model.dogus.get(dogu).map(|d| d.spec.version.clone());
+    match edit {
+        Edit::VersionUp { dogu } => {
+            let name = DOGUS[*dogu];
+            let installed = installed_version(model, name);
+            let spec = spec_mut(model);
+            let Some(entry) = dogus_of(spec).iter_mut().find(|d| simple(&d.name) == name && d.absent != Some(true))
+            else {
+                return;
+            };
+            let current = entry.version.clone().unwrap_or_default();
+            let floor = [Some(current), installed].into_iter().flatten().max_by_key(|v| version_index(v)).unwrap();
+            let next = (version_index(&floor) + 1).min(VERSIONS.len() - 1);
+            entry.version = Some(VERSIONS[next].to_owned());
+            // A mask version below the new one would ask for a downgrade: drop it.
+            masks_of(spec).retain(|m| simple(&m.name) != name || m.version.is_none());
+        }
+        Edit::Add { dogu } => {
+            let name = DOGUS[*dogu];
+            let installed = installed_version(model, name);
+            // Its dependencies must be wanted (descriptors without an entry have none).
+            let version = installed.unwrap_or_else(|| VERSIONS[0].to_owned());
+            let unmet = model
+                .descriptors
+                .get(&(format!("official/{name}"), version.clone()))
+                .is_some_and(|d| d.dependencies.iter().any(|dep| !wanted_now.dogus.contains_key(&dep.name)));
+            let premium = model.dogus.get(name).is_some_and(|d| d.spec.name.starts_with("premium/"));
+            if unmet || premium || wanted_now.dogus.contains_key(name) {
+                return;
+            }
+            let spec = spec_mut(model);
+            dogus_of(spec).retain(|d| simple(&d.name) != name);
+            masks_of(spec).retain(|m| simple(&m.name) != name);
+            dogus_of(spec).push(BlueprintDogu {
+                name: format!("official/{name}"),
+                version: Some(version),
+                absent: Some(false),
+                platform_config: None,
+            });
+        }
+        Edit::Remove { dogu } | Edit::Mask { dogu } => {
+            let name = DOGUS[*dogu];
+            if !wanted_now.dogus.contains_key(name) || depends_on(model, name) {
+                return;
+            }
+            let mask = matches!(edit, Edit::Mask { .. });
+            let spec = spec_mut(model);
+            if mask {
+                masks_of(spec).retain(|m| simple(&m.name) != name);
+                let qualified = dogus_of(spec).iter().find(|d| simple(&d.name) == name).unwrap().name.clone();
+                masks_of(spec).push(MaskDogu { name: qualified, version: None, absent: Some(true) });
+            } else if let Some(entry) = dogus_of(spec).iter_mut().find(|d| simple(&d.name) == name) {
+                entry.absent = Some(true);
+                entry.platform_config = None;
+                masks_of(spec).retain(|m| simple(&m.name) != name);
+            }
+            if let Some(config) = spec.blueprint.as_mut().and_then(|b| b.config.as_mut()).and_then(|c| c.dogus.as_mut())
+            {
+                config.remove(name);
+            }
+        }
+        Edit::Unmask { dogu } => {
+            let name = DOGUS[*dogu];
+            let masked = model
+                .blueprint
+                .blueprint_spec()
+                .and_then(|s| s.blueprint_mask.as_ref())
+                .and_then(|m| m.dogus.as_ref())
+                .is_some_and(|m| m.iter().any(|m| simple(&m.name) == name && m.absent == Some(true)));
+            let version = model
+                .blueprint
+                .blueprint_spec()
+                .and_then(|s| s.blueprint.as_ref())
+                .and_then(|b| b.dogus.as_ref())
+                .and_then(|d| d.iter().find(|d| simple(&d.name) == name))
+                .and_then(|d| d.version.clone());
+            let installed = installed_version(model, name);
+            let unmet = version.as_ref().is_some_and(|v| {
+                model
+                    .descriptors
+                    .get(&(format!("official/{name}"), v.clone()))
+                    .is_some_and(|d| d.dependencies.iter().any(|dep| !wanted_now.dogus.contains_key(&dep.name)))
+            });
+            // Unmasking must not ask for less than what is installed meanwhile.
+            let downgrade = match (&version, &installed) {
+                (Some(v), Some(i)) => version_index(v) < version_index(i),
+                _ => false,
+            };
+            if masked && !unmet && !downgrade {
+                masks_of(spec_mut(model)).retain(|m| simple(&m.name) != name);
+            }
+        }
+        Edit::ConfigSet { dogu, key, value } => {
+            let entry =
+                ConfigEntry { key: KEYS[*key].into(), value: Some(VALUES[*value].into()), ..Default::default() };
+            set_config(model, *dogu, &wanted_now, entry);
+        }
+        Edit::ConfigRemove { dogu, key } => {
+            let entry = ConfigEntry { key: KEYS[*key].into(), absent: Some(true), ..Default::default() };
+            set_config(model, *dogu, &wanted_now, entry);
+        }
+        Edit::Stopped(stopped) => spec_mut(model).stopped = Some(*stopped),
+        Edit::IgnoreDoguHealth(ignore) => spec_mut(model).ignore_dogu_health = Some(*ignore),
+        Edit::IgnoreComponentHealth(ignore) => spec_mut(model).ignore_component_health = Some(*ignore),
+    }
+}
+
+fn set_config(model: &mut Model, dogu: Option<usize>, wanted: &Wanted, entry: ConfigEntry) {
+    // Config only for dogus the blueprint wants.
+    if let Some(d) = dogu
+        && !wanted.dogus.contains_key(DOGUS[d])
+    {
+        return;
+    }
+    let spec = spec_mut(model);
+    let config = spec.blueprint.get_or_insert_with(Default::default).config.get_or_insert_with(Default::default);
+    let entries = match dogu {
+        None => config.global.get_or_insert_with(Vec::new),
+        Some(d) => config.dogus.get_or_insert_with(BTreeMap::new).entry(DOGUS[d].to_owned()).or_default(),
+    };
+    entries.retain(|e| e.key != entry.key);
+    entries.push(entry);
+}
+
+fn dogus_of(spec: &mut BlueprintSpec) -> &mut Vec<BlueprintDogu> {
+    spec.blueprint.get_or_insert_with(Default::default).dogus.get_or_insert_with(Vec::new)
+}
+
+fn masks_of(spec: &mut BlueprintSpec) -> &mut Vec<MaskDogu> {
+    spec.blueprint_mask.get_or_insert_with(Default::default).dogus.get_or_insert_with(Vec::new)
+}
+
+fn version_index(version: &str) -> usize {
+    VERSIONS.iter().position(|v| *v == version).unwrap_or(0)
+}
+
+fn apply_drift(model: &mut Model, drift: &Drift) {
+    model.revision += 1;
+    match drift {
+        Drift::DeleteDogu { dogu } => {
+            model.dogus.remove(DOGUS[*dogu]);
+        }
+        Drift::EditDogu { dogu } => {
+            if let Some(d) = model.dogus.get_mut(DOGUS[*dogu]) {
+                let d: &mut Dogu = d;
+                d.spec.resources = None;
+                d.spec.additional_mounts = None;
+            }
+        }
+        Drift::ConfigValue { dogu, key, value } => {
+            let (now, revision) = (model.now, model.revision);
+            let store = match dogu {
+                None => model.global.get_or_insert_with(Store::default),
+                Some(d) => model.dogu_config.entry(DOGUS[*d].to_owned()).or_default(),
+            };
+            store.entries.insert(KEYS[*key].to_owned(), VALUES[*value].to_owned());
+            store.updated = now;
+            store.version = revision;
+        }
+    }
+}
