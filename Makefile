@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long lint crds bench record-corpus build
+.PHONY: run plan test test-long lint crds bench bench-sandbox record-corpus build
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -37,7 +37,12 @@ crds:
 
 ## bench: the benchmarks
 bench:
-	$(CARGO) bench --locked --bench reconcile --bench replay
+	$(CARGO) bench --locked --bench reconcile --bench plan --bench replay
+
+## bench-sandbox: the release operator as a child process against the sandbox: requests, writes, events,
+## time to Completed=True and peak memory for a 30- and a 1,000-dogu blueprint (prints a table)
+bench-sandbox:
+	$(CARGO) bench --locked --bench sandbox
 
 ## record-corpus: re-record the replay corpus (tests/replay/) from the sandbox scenarios, on purpose:
 ## after a deliberate change of behaviour, or of the journal format

@@ -1,5 +1,7 @@
-//! The cost of one `reconcile`: a 30-dogu blueprint with 200 config keys, fresh install, steady state
-//! and upgrade. (The full series over blueprint sizes is its own issue.)
+//! The cost of one `reconcile` in three situations (fresh install, steady state, upgrade):
+//! - the design budget's case: 30 dogus with 200 config keys (6 per dogu, 20 global);
+//! - the series over blueprint sizes: 10, 30, 100, 1,000 and 5,000 dogus with 5 config keys each, to
+//!   show that the cost grows linearly with the blueprint (no quadratic step in diff or validation).
 
 use std::collections::BTreeMap;
 
@@ -8,27 +10,39 @@ use blueprint_machine::model::DoguDescriptor;
 use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, DescriptorLookup, Observation, OperatorFacts,
 };
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
-const DOGUS: usize = 30;
-const KEYS_PER_DOGU: usize = 6;
-const GLOBAL_KEYS: usize = 20;
+// The allocator of the operator binary (src/main.rs), so that the numbers are the operator's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn blueprint(version: &str) -> Blueprint {
+/// The shape of a generated blueprint.
+#[derive(Clone, Copy)]
+struct Size {
+    dogus: usize,
+    keys_per_dogu: usize,
+    global_keys: usize,
+}
+
+const BUDGET: Size = Size { dogus: 30, keys_per_dogu: 6, global_keys: 20 };
+const SERIES: [usize; 5] = [10, 30, 100, 1_000, 5_000];
+
+fn blueprint(size: Size, version: &str) -> Blueprint {
     let dogus: Vec<_> =
-        (0..DOGUS).map(|i| json!({"name": format!("official/dogu{i:02}"), "version": version})).collect();
-    let config: BTreeMap<String, Vec<serde_json::Value>> = (0..DOGUS)
+        (0..size.dogus).map(|i| json!({"name": format!("official/dogu{i:04}"), "version": version})).collect();
+    let config: BTreeMap<String, Vec<serde_json::Value>> = (0..size.dogus)
         .map(|i| {
-            let entries = (0..KEYS_PER_DOGU)
+            let entries = (0..size.keys_per_dogu)
                 .map(|k| json!({"key": format!("section/key{k}"), "value": format!("value-{k}")}))
                 .collect();
-            (format!("dogu{i:02}"), entries)
+            (format!("dogu{i:04}"), entries)
         })
         .collect();
-    let global: Vec<_> = (0..GLOBAL_KEYS).map(|k| json!({"key": format!("global/key{k}"), "value": "g"})).collect();
+    let global: Vec<_> =
+        (0..size.global_keys).map(|k| json!({"key": format!("global/key{k}"), "value": "g"})).collect();
     let spec: BlueprintSpec = serde_json::from_value(json!({
         "displayName": "bench",
         "blueprint": {"dogus": dogus, "config": {"dogus": config, "global": global}}
@@ -41,11 +55,11 @@ fn blueprint(version: &str) -> Blueprint {
     }
 }
 
-fn installed(version: &str) -> Vec<Dogu> {
-    (0..DOGUS)
+fn installed(size: Size, version: &str) -> Vec<Dogu> {
+    (0..size.dogus)
         .map(|i| Dogu {
-            metadata: ObjectMeta { name: Some(format!("dogu{i:02}")), ..Default::default() },
-            spec: DoguSpec { name: format!("official/dogu{i:02}"), version: version.into(), ..Default::default() },
+            metadata: ObjectMeta { name: Some(format!("dogu{i:04}")), ..Default::default() },
+            spec: DoguSpec { name: format!("official/dogu{i:04}"), version: version.into(), ..Default::default() },
             status: Some(DoguStatus {
                 installed_version: Some(version.into()),
                 health: Some("available".into()),
@@ -56,8 +70,8 @@ fn installed(version: &str) -> Vec<Dogu> {
         .collect()
 }
 
-fn observation(wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Observation {
-    let blueprint = blueprint(wanted);
+fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Observation {
+    let blueprint = blueprint(size, wanted);
     let descriptors = blueprint_machine::wanted_descriptors(&blueprint)
         .into_iter()
         .map(|(name, version)| DescriptorEntry {
@@ -73,18 +87,18 @@ fn observation(wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Ob
         last_updated: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
         resource_version: Some("1".into()),
     };
-    let dogu_configs = (0..DOGUS)
+    let dogu_configs = (0..size.dogus)
         .map(|i| {
             let entries = if configured {
-                (0..KEYS_PER_DOGU).map(|k| (format!("section/key{k}"), format!("value-{k}"))).collect()
+                (0..size.keys_per_dogu).map(|k| (format!("section/key{k}"), format!("value-{k}"))).collect()
             } else {
                 BTreeMap::new()
             };
-            (format!("dogu{i:02}"), store(entries))
+            (format!("dogu{i:04}"), store(entries))
         })
         .collect();
     let global = if configured {
-        (0..GLOBAL_KEYS).map(|k| (format!("global/key{k}"), "g".to_string())).collect()
+        (0..size.global_keys).map(|k| (format!("global/key{k}"), "g".to_string())).collect()
     } else {
         BTreeMap::new()
     };
@@ -104,20 +118,43 @@ fn observation(wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Ob
     }
 }
 
-fn bench(c: &mut Criterion) {
-    let mut group = c.benchmark_group("reconcile/30-dogus-200-keys");
-    let fresh = observation("1.0.0-1", vec![], false);
-    group.bench_function("fresh-install", |b| b.iter(|| blueprint_machine::reconcile(std::hint::black_box(&fresh))));
-    // Steady state: everything applied and completed.
-    let mut steady = observation("1.0.0-1", installed("1.0.0-1"), true);
+/// The three situations of one size: fresh install, steady state (applied and completed), upgrade.
+fn situations(size: Size) -> [(&'static str, Observation); 3] {
+    let fresh = observation(size, "1.0.0-1", vec![], false);
+    let mut steady = observation(size, "1.0.0-1", installed(size, "1.0.0-1"), true);
     let completed = blueprint_machine::reconcile(&steady);
     assert_eq!(completed.state, blueprint_machine::State::Completed);
     steady.blueprint.as_mut().unwrap().status = completed.status;
-    group.bench_function("steady-state", |b| b.iter(|| blueprint_machine::reconcile(std::hint::black_box(&steady))));
-    let upgrade = observation("1.1.0-1", installed("1.0.0-1"), true);
-    group.bench_function("upgrade", |b| b.iter(|| blueprint_machine::reconcile(std::hint::black_box(&upgrade))));
+    let upgrade = observation(size, "1.1.0-1", installed(size, "1.0.0-1"), true);
+    assert_eq!(blueprint_machine::reconcile(&fresh).actions.len(), size.dogus * 2 + usize::from(size.global_keys > 0));
+    assert_eq!(blueprint_machine::reconcile(&upgrade).actions.len(), size.dogus);
+    [("fresh-install", fresh), ("steady-state", steady), ("upgrade", upgrade)]
+}
+
+fn budget(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reconcile/30-dogus-200-keys");
+    for (name, observation) in situations(BUDGET) {
+        group.bench_function(name, |b| b.iter(|| blueprint_machine::reconcile(std::hint::black_box(&observation))));
+    }
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn series(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reconcile/dogus-5-keys");
+    for dogus in SERIES {
+        if dogus >= 1_000 {
+            // Milliseconds per iteration: fewer samples keep the run short and are still stable.
+            group.sample_size(10);
+        }
+        for (name, observation) in situations(Size { dogus, keys_per_dogu: 5, global_keys: 0 }) {
+            group.throughput(Throughput::Elements(dogus as u64));
+            group.bench_with_input(BenchmarkId::new(name, dogus), &observation, |b, observation| {
+                b.iter(|| blueprint_machine::reconcile(std::hint::black_box(observation)))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, budget, series);
 criterion_main!(benches);

@@ -7,6 +7,10 @@ use blueprint_operator::journal::reader;
 use blueprint_operator::journal::replay::{Verdict, verdict};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+// The allocator of the operator binary (src/main.rs), so that the numbers are the operator's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn corpus() -> Vec<(PathBuf, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/replay");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -3,27 +3,93 @@
 //! conditional on the `resourceVersion` the decision was based on. A 409 means the decision was made
 //! on a stale Blueprint: nothing is written and its events are not published.
 
-use blueprint_machine::api::{Blueprint, BlueprintStatus};
+use std::collections::BTreeMap;
+
+use blueprint_machine::api::{Blueprint, BlueprintManifest, BlueprintStatus, StateDiff};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use blueprint_machine::objects::MANAGER;
 
+/// A `/status` merge patch. It borrows what it sends whole from the wanted status, so that those fields
+/// are serialized straight into the request body: a 1,000-dogu status is megabytes as
+/// `serde_json::Value`s, and building those for every write was the operator's peak memory.
+#[derive(Serialize, Debug)]
+pub struct StatusPatch<'a> {
+    metadata: PatchMetadata<'a>,
+    status: BTreeMap<&'static str, Field<'a>>,
+}
+
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+struct PatchMetadata<'a> {
+    resource_version: &'a str,
+}
+
+/// One field of the patch: removed (`null`), sent whole, or the merge diff of a changed field.
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+enum Field<'a> {
+    Removed(()),
+    Conditions(&'a [Condition]),
+    Manifest(&'a BlueprintManifest),
+    StateDiff(&'a StateDiff),
+    Generation(i64),
+    Diff(Value),
+}
+
 /// The `/status` merge patch that turns `stored` into `wanted`, or `None` when they are equal.
-pub fn status_patch(
+pub fn status_patch<'a>(
     stored: Option<&BlueprintStatus>,
-    wanted: &BlueprintStatus,
-    resource_version: &str,
-) -> Option<Value> {
+    wanted: &'a BlueprintStatus,
+    resource_version: &'a str,
+) -> Option<StatusPatch<'a>> {
     if stored.is_some_and(|stored| equal_ignoring_transition_times(stored, wanted)) {
         return None;
     }
-    let before = stored.map(|s| serde_json::to_value(s).expect("statuses serialize")).unwrap_or(Value::Null);
-    let after = serde_json::to_value(wanted).expect("statuses serialize");
-    Some(serde_json::json!({
-        "metadata": {"resourceVersion": resource_version},
-        "status": merge_diff(&before, &after),
-    }))
+    // Field by field, compared typed: only what changed is sent.
+    let empty = BlueprintStatus::default();
+    let stored = stored.unwrap_or(&empty);
+    let mut status = BTreeMap::new();
+    if stored.conditions != wanted.conditions {
+        // A list is replaced as a whole by a merge patch.
+        let conditions =
+            if wanted.conditions.is_empty() { Field::Removed(()) } else { Field::Conditions(&wanted.conditions) };
+        status.insert("conditions", conditions);
+    }
+    let fields = [
+        ("effectiveBlueprint", changed(&stored.effective_blueprint, &wanted.effective_blueprint, Field::Manifest)),
+        ("stateDiff", changed(&stored.state_diff, &wanted.state_diff, Field::StateDiff)),
+        (
+            "observedGeneration",
+            changed(&stored.observed_generation, &wanted.observed_generation, |g: &i64| Field::Generation(*g)),
+        ),
+    ];
+    status.extend(fields.into_iter().filter_map(|(key, field)| Some((key, field?))));
+    Some(StatusPatch { metadata: PatchMetadata { resource_version }, status })
+}
+
+/// The patch of one optional field, if it changed: whole when it is new, a merge diff when it was
+/// there before (so that removed map entries become `null`).
+fn changed<'a, T: Serialize + PartialEq>(
+    before: &Option<T>,
+    after: &'a Option<T>,
+    whole: impl FnOnce(&'a T) -> Field<'a>,
+) -> Option<Field<'a>> {
+    if before == after {
+        return None;
+    }
+    Some(match (before, after) {
+        (_, None) => Field::Removed(()),
+        (None, Some(after)) => whole(after),
+        (Some(before), Some(after)) => Field::Diff(merge_diff(&to_json(before), &to_json(after))),
+    })
+}
+
+fn to_json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("statuses serialize")
 }
 
 fn equal_ignoring_transition_times(a: &BlueprintStatus, b: &BlueprintStatus) -> bool {
@@ -67,7 +133,7 @@ pub fn merge_diff(before: &Value, after: &Value) -> Value {
 }
 
 /// Sends the patch; returns the Blueprint as written.
-pub async fn write(api: &Api<Blueprint>, name: &str, patch: &Value) -> Result<Blueprint, kube::Error> {
+pub async fn write(api: &Api<Blueprint>, name: &str, patch: &StatusPatch<'_>) -> Result<Blueprint, kube::Error> {
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
     api.patch_status(name, &params, &Patch::Merge(patch)).await
 }
@@ -84,5 +150,39 @@ mod tests {
         let after = json!({"a": 1, "b": {"c": 3}, "l": [1]});
         assert_eq!(merge_diff(&before, &after), json!({"b": {"c": 3, "d": null}, "l": [1], "gone": null}));
         assert_eq!(merge_diff(&Value::Null, &json!({"x": 1})), json!({"x": 1}));
+    }
+
+    /// The field-by-field patch is the RFC 7386 diff of the whole statuses, without serializing what
+    /// did not change.
+    #[test]
+    fn the_patch_is_the_merge_diff_of_the_statuses() {
+        let status = |value: Value| -> BlueprintStatus { serde_json::from_value(value).unwrap() };
+        let condition = |reason: &str| {
+            json!({"type": "Completed", "status": "False", "reason": reason, "message": "",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+        };
+        let first = status(json!({
+            "conditions": [condition("StateDiffHasChanges")],
+            "effectiveBlueprint": {"dogus": [{"name": "official/ldap", "version": "1.0.0-1", "absent": false}]},
+            "stateDiff": {"doguDiffs": {"ldap": {"actual": {"namespace": "", "absent": true}, "expected": {"namespace": "official", "version": "1.0.0-1", "absent": false}, "neededActions": ["install"]}}},
+            "observedGeneration": 1
+        }));
+        let second = status(json!({
+            "conditions": [condition("Completed")],
+            "effectiveBlueprint": {"dogus": [{"name": "official/ldap", "version": "1.0.0-1", "absent": false}]},
+            "stateDiff": {},
+            "observedGeneration": 2
+        }));
+        let whole = |before: Option<&BlueprintStatus>, after: &BlueprintStatus| {
+            let before = before.map(|b| serde_json::to_value(b).unwrap()).unwrap_or(Value::Null);
+            json!({"metadata": {"resourceVersion": "7"}, "status": merge_diff(&before, &serde_json::to_value(after).unwrap())})
+        };
+        let patch = |before, after| serde_json::to_value(status_patch(before, after, "7").unwrap()).unwrap();
+        for (before, after) in [(None, &first), (Some(&first), &second), (Some(&second), &first)] {
+            assert_eq!(patch(before, after), whole(before, after));
+        }
+        let patch = patch(Some(&first), &second);
+        assert!(patch["status"].get("effectiveBlueprint").is_none(), "unchanged fields are left out: {patch}");
+        assert!(status_patch(Some(&first), &first, "7").is_none());
     }
 }

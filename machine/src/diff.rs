@@ -173,7 +173,8 @@ impl<'a> Diff<'a> {
     }
 
     pub fn dogu(&self, name: &str) -> Option<&DoguChange<'a>> {
-        self.dogus.iter().find(|d| d.name() == name)
+        // `compute` sorts the dogu changes by name.
+        self.dogus.binary_search_by(|d| d.name().cmp(name)).ok().map(|i| &self.dogus[i])
     }
 
     pub fn component(&self, name: &str) -> Option<&ComponentChange<'a>> {
@@ -225,7 +226,7 @@ pub fn compute<'a>(
 
     let config = &effective.config;
     if !config.global.is_empty() {
-        match readable(&observation.global_config, "global config") {
+        match readable(&observation.global_config, || "global config".into()) {
             Ok(actual) => diff.global = value_changes(config.global.iter(), actual),
             Err(problem) => problems.push(problem),
         }
@@ -235,7 +236,7 @@ pub fn compute<'a>(
         let mut normal = entries.iter().filter(|e| !e.sensitive).peekable();
         if normal.peek().is_some() {
             let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
-            match readable(store, &format!("normal dogu config of \"{dogu}\"")) {
+            match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let changes = value_changes(normal, actual);
                     if !changes.is_empty() {
@@ -248,7 +249,7 @@ pub fn compute<'a>(
         let sensitive = entries.iter().filter(|e| e.sensitive);
         if entries.iter().any(|e| e.sensitive) {
             let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
-            match readable(store, &format!("sensitive dogu config of \"{dogu}\"")) {
+            match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();
                     for entry in sensitive {
@@ -290,11 +291,17 @@ pub fn compute<'a>(
 }
 
 /// The entries of a config object, or why they cannot be read. A missing object is an empty config.
-fn readable<'o, V>(store: &'o ConfigObservation<V>, what: &str) -> Result<Option<&'o BTreeMap<String, V>>, Problem> {
+/// (`what` names the object only when it is needed: formatting it for every dogu was measurable.)
+fn readable<V>(
+    store: &ConfigObservation<V>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<&BTreeMap<String, V>>, Problem> {
     match store {
         ConfigObservation::Missing => Ok(None),
         ConfigObservation::Present { entries, .. } => Ok(Some(entries)),
-        ConfigObservation::Malformed { reason, .. } => Err(Problem::new(format!("cannot read the {what}: {reason}"))),
+        ConfigObservation::Malformed { reason, .. } => {
+            Err(Problem::new(format!("cannot read the {}: {reason}", what())))
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -47,6 +48,15 @@ pub struct Options {
 
 type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
+/// Keeps of an object's `managedFields` only the newest time (a config object's "last updated", see
+/// `observe`). The field sets (`fieldsV1`) are most of a cached object's memory and are never read.
+pub fn slim(meta: &mut ObjectMeta) {
+    let Some(entries) = meta.managed_fields.as_mut() else { return };
+    let newest = entries.iter().filter_map(|entry| entry.time.clone()).max();
+    *entries =
+        newest.map(|time| vec![ManagedFieldsEntry { time: Some(time), ..Default::default() }]).unwrap_or_default();
+}
+
 /// A reflector store of `api`, and the stream of changes that keeps it current (it must be polled).
 fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
 where
@@ -54,7 +64,9 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff().touched_objects();
+    let stream = reflector::reflector(writer, watcher(api, config).modify(|object| slim(object.meta_mut())))
+        .default_backoff()
+        .touched_objects();
     (reader, Box::pin(stream))
 }
 
@@ -71,11 +83,14 @@ pub async fn run_controller(
 
     // The main stream: Blueprints. Status-only updates (our own writes) do not trigger.
     let (blueprint_reader, blueprint_writer) = reflector::store::<Blueprint>();
-    let blueprints =
-        reflector::reflector(blueprint_writer, watcher(Api::namespaced(c.clone(), &ns), watcher::Config::default()))
-            .default_backoff()
-            .applied_objects()
-            .predicate_filter(predicates::generation, Default::default());
+    let blueprints = reflector::reflector(
+        blueprint_writer,
+        watcher(Api::namespaced(c.clone(), &ns), watcher::Config::default())
+            .modify(|b: &mut Blueprint| slim(b.meta_mut())),
+    )
+    .default_backoff()
+    .applied_objects()
+    .predicate_filter(predicates::generation, Default::default());
 
     let (dogus, dogu_changes) = reflect(Api::<Dogu>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =

@@ -57,6 +57,12 @@ type Flight = Shared<BoxFuture<'static, DescriptorLookup>>;
 /// How long a local dogu registry write may take before it is given up (it is only a cache fill).
 const LOCAL_ADD_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// At most this many requests to the remote dogu registry, and writes to the local one, at a time. A
+/// blueprint of a thousand dogus otherwise opens a thousand connections at once (each with its own
+/// buffers: hundreds of MiB), and a registry may rate-limit such bursts.
+const REMOTE_CONCURRENCY: usize = 8;
+const LOCAL_WRITE_CONCURRENCY: usize = 4;
+
 /// The three layers behind one [`DescriptorSource`].
 #[derive(Clone)]
 pub struct Registry {
@@ -75,6 +81,8 @@ struct Inner {
     adding: tokio::sync::watch::Sender<usize>,
     not_found_ttl: Duration,
     metrics: Arc<Metrics>,
+    remote_permits: tokio::sync::Semaphore,
+    local_permits: tokio::sync::Semaphore,
 }
 
 impl Registry {
@@ -89,6 +97,8 @@ impl Registry {
                 adding: tokio::sync::watch::Sender::new(0),
                 not_found_ttl: cache.not_found_ttl,
                 metrics,
+                remote_permits: tokio::sync::Semaphore::new(REMOTE_CONCURRENCY),
+                local_permits: tokio::sync::Semaphore::new(LOCAL_WRITE_CONCURRENCY),
             }),
         }
     }
@@ -184,13 +194,19 @@ impl Inner {
     async fn fetch(self: &Arc<Self>, key: &Key) -> DescriptorLookup {
         let remote = self.remote.as_ref().expect("only flown with a remote registry");
         let (name, version) = (&key.0, &key.1);
-        let started = Instant::now();
-        let result = remote.fetch(name, version).await;
-        let outcome = match &result {
-            Ok(_) => "found",
-            Err(error) => error.outcome(),
+        let result = {
+            let _permit = self.remote_permits.acquire().await.expect("never closed");
+            let started = Instant::now();
+            let result = remote.fetch(name, version).await;
+            self.metrics.observe_registry_request(
+                match &result {
+                    Ok(_) => "found",
+                    Err(error) => error.outcome(),
+                },
+                started.elapsed(),
+            );
+            result
         };
-        self.metrics.observe_registry_request(outcome, started.elapsed());
         // Recorded under the flight table's lock (see `fly`); the flight leaves the table afterwards.
         let in_flight = self.in_flight.lock().expect("not poisoned");
         let answer = match result {
@@ -220,6 +236,7 @@ impl Inner {
         let inner = self.clone();
         tokio::spawn(async move {
             let (name, version) = (&descriptor.name, &descriptor.version);
+            let _permit = inner.local_permits.acquire().await.expect("never closed");
             match tokio::time::timeout(LOCAL_ADD_TIMEOUT, inner.local.add(&descriptor, &text)).await {
                 Ok(Ok(added)) => tracing::debug!(dogu = %name, %version, ?added, "local dogu registry"),
                 Ok(Err(error)) => {

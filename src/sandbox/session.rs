@@ -89,7 +89,7 @@ pub struct Sandbox {
 pub const OWN_COMPONENT: &str = "k8s-blueprint-operator";
 
 /// The sandbox registry's basic-auth credentials.
-const REGISTRY_CREDENTIALS: (&str, &str) = ("sandbox", "sandbox-registry-password");
+pub const REGISTRY_CREDENTIALS: (&str, &str) = ("sandbox", "sandbox-registry-password");
 
 impl Sandbox {
     /// An emulator with the CRDs, and the simulated operators; seed it, then start the controller.

@@ -1,7 +1,7 @@
 //! Dynamic validation: checks that need the wanted dogus' descriptors (`dogu.json`): dependencies and
 //! additional mounts.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::effective::EffectiveBlueprint;
 use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
@@ -23,8 +23,9 @@ pub enum Validity {
 }
 
 pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
-    // Keyed by (namespace, simple name, version), so that lookups need no formatting.
-    let index: HashMap<(&str, &str, &str), &DescriptorLookup> = descriptors
+    // Keyed by (namespace, simple name, version), so that lookups need no formatting (and no hashing:
+    // a B-tree of borrowed keys is cheaper for the sizes blueprints have).
+    let index: BTreeMap<(&str, &str, &str), &DescriptorLookup> = descriptors
         .iter()
         .filter_map(|e| e.name.split_once('/').map(|(ns, simple)| ((ns, simple, e.version.as_str()), &e.lookup)))
         .collect();
@@ -60,10 +61,12 @@ pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry])
         return Validity::DescriptorsUnavailable(problem);
     }
 
+    // Every dogu's dependencies are looked up by name: a map keeps that linear in the blueprint.
+    let by_name: BTreeMap<&str, &TargetDogu> = wanted.iter().map(|w| (w.name.simple.as_str(), *w)).collect();
     let problems: Vec<Problem> = [
         Problem::wrap_all(
             "dependencies are not satisfied in effective blueprint",
-            found.iter().filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &wanted)).collect(),
+            found.iter().filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &by_name)).collect(),
         ),
         Problem::wrap_all(
             "additionalMounts are invalid in effective blueprint",
@@ -79,13 +82,17 @@ pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry])
     }
 }
 
-fn dependency_problems(dogu: &TargetDogu, descriptor: &DoguDescriptor, wanted: &[&TargetDogu]) -> Option<Problem> {
+fn dependency_problems(
+    dogu: &TargetDogu,
+    descriptor: &DoguDescriptor,
+    wanted: &BTreeMap<&str, &TargetDogu>,
+) -> Option<Problem> {
     let mut problems = Vec::new();
     for dependency in descriptor.dependencies.iter().filter(|d| d.is_dogu()) {
         if EXEMPT_DEPENDENCIES.contains(&dependency.name.as_str()) {
             continue;
         }
-        let Some(present) = wanted.iter().find(|w| w.name.simple == dependency.name) else {
+        let Some(present) = wanted.get(dependency.name.as_str()) else {
             problems.push(Problem::new(format!(
                 "dependency '{}' in version '{}' is not a present dogu in the effective blueprint",
                 dependency.name, dependency.version

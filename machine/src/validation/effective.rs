@@ -1,5 +1,7 @@
 //! The effective blueprint: the blueprint with the mask applied.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
@@ -14,10 +16,12 @@ impl<'a> EffectiveBlueprint<'a> {
     /// Applies the mask. Static validation has already rejected masks that do not match.
     pub fn compute(blueprint: ParsedBlueprint<'a>) -> Result<Self, Problem> {
         let ParsedBlueprint { dogus, components, mut config, mask, flags } = blueprint;
+        // By name: the mask may be as long as the blueprint.
+        let mask: BTreeMap<&str, _> = mask.iter().map(|m| (m.name.simple.as_str(), m)).collect();
         let dogus = dogus
             .into_iter()
             .map(|mut effective| {
-                if let Some(masked) = mask.iter().find(|m| m.name.simple == effective.name.simple) {
+                if let Some(masked) = mask.get(effective.name.simple.as_str()) {
                     if let Some(version) = &masked.version {
                         effective.version = Some(version.clone());
                     }
@@ -33,10 +37,11 @@ impl<'a> EffectiveBlueprint<'a> {
             })
             .collect::<Vec<_>>();
 
+        let present: BTreeSet<&str> = dogus.iter().filter(|e| !e.absent).map(|e| e.name.simple.as_str()).collect();
         let problems: Vec<Problem> = config
             .dogus
             .keys()
-            .filter(|d| !dogus.iter().any(|e| !e.absent && e.name.simple == **d))
+            .filter(|d| !present.contains(**d))
             .map(|d| {
                 Problem::new(format!(
                     "setting config for dogu \"{d}\" is not allowed as it will not be installed with the blueprint"

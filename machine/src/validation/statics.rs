@@ -97,8 +97,8 @@ fn config_problems(config: &Config) -> Vec<Problem> {
         }
         let mut entry_problems: Vec<Problem> = entries.iter().flat_map(dogu_entry_problems).collect();
         entry_problems.extend(duplicate_keys(entries));
-        if let Some(p) = Problem::wrap_all(format!("config for dogu \"{dogu}\" is invalid"), entry_problems) {
-            problems.push(p);
+        if !entry_problems.is_empty() {
+            problems.extend(Problem::wrap_all(format!("config for dogu \"{dogu}\" is invalid"), entry_problems));
         }
     }
     let mut global_problems: Vec<Problem> = config.global.iter().flat_map(global_entry_problems).collect();
@@ -185,8 +185,13 @@ fn mask_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
 
 fn mask_match_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {
     let mut problems = Vec::new();
+    // The first of duplicates (reported on their own), as a search from the front would find.
+    let mut dogus = std::collections::HashMap::new();
+    for dogu in &blueprint.dogus {
+        dogus.entry(dogu.name.simple.as_str()).or_insert(dogu);
+    }
     for masked in &blueprint.mask {
-        let original = blueprint.dogus.iter().find(|d| d.name.simple == masked.name.simple);
+        let original = dogus.get(masked.name.simple.as_str());
         if original.is_none() {
             problems.push(Problem::new(format!("dogu \"{}\" is missing in the blueprint", masked.name)));
         }

@@ -1,0 +1,367 @@
+//! `make bench-sandbox`: the operator as users run it, measured from outside.
+//!
+//! The sandbox's API emulator and dogu registry serve on loopback, with the simulated dogu and component
+//! operators set to act without delay; the real `blueprint-operator run` binary runs as a child process
+//! against them (a kubeconfig pointing at the emulator), so its metrics and its memory are its own. For
+//! each size the table shows a fresh install to `Completed=True`, then a steady state of reconciles
+//! (each triggered by a label change on a Dogu CR, which the controller watches), and the child's peak
+//! RSS (`VmHWM`).
+//!
+//! For looking into a number: `SANDBOX_BENCH_DOGUS=N` measures one size only, `SANDBOX_BENCH_SIZES=1`
+//! prints the size of what the cluster holds and the operator's memory counters, and
+//! `SANDBOX_BENCH_WRAP=heaptrack` runs the operator under a profiler. `MALLOC_*` and `MIMALLOC_*`
+//! variables reach the operator.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use blueprint_machine::api::Blueprint;
+use blueprint_operator::sandbox::ecosystem::Behaviour;
+use blueprint_operator::sandbox::session::{REGISTRY_CREDENTIALS, Sandbox, SandboxOptions, Transport};
+use serde_json::json;
+
+const NAMESPACE: &str = "ecosystem";
+const KEYS_PER_DOGU: usize = 5;
+const DEBOUNCE: &str = "10ms";
+
+/// One size: how many dogus, how many steady reconciles.
+struct Case {
+    dogus: usize,
+    steady_reconciles: u64,
+}
+
+#[derive(Default)]
+struct Row {
+    dogus: usize,
+    install_reconciles: f64,
+    install_requests: BTreeMap<String, f64>,
+    install_status_writes: f64,
+    install_events: f64,
+    install_wall: Duration,
+    startup_requests: BTreeMap<String, f64>,
+    steady_reconciles: f64,
+    steady_requests: BTreeMap<String, f64>,
+    steady_status_writes: f64,
+    steady_events: f64,
+    peak_rss_kib: u64,
+}
+
+fn main() {
+    // `cargo test --all-targets` (and so `make test`) runs bench targets without `--bench`: this one
+    // waits on a real child process in real time, which tests must not, so there it only says so.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        println!("benches/sandbox.rs measures only under `cargo bench` (make bench-sandbox)");
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // `SANDBOX_BENCH_DOGUS=1000` measures one size only (while looking into it).
+    let only: Option<usize> = std::env::var("SANDBOX_BENCH_DOGUS").ok().and_then(|v| v.parse().ok());
+    let cases: Vec<Case> = match only {
+        Some(dogus) => vec![Case { dogus, steady_reconciles: 100 }],
+        None => vec![Case { dogus: 30, steady_reconciles: 1_000 }, Case { dogus: 1_000, steady_reconciles: 100 }],
+    };
+    let rows: Vec<Row> = cases.iter().map(|case| runtime.block_on(measure(case))).collect();
+    print_table(&rows);
+}
+
+async fn measure(case: &Case) -> Row {
+    let behaviour = Behaviour {
+        install: Duration::ZERO,
+        upgrade: Duration::ZERO,
+        restart: Duration::ZERO,
+        rolling_restarts: true,
+        ..Behaviour::default()
+    };
+    let options = SandboxOptions { behaviour, ..SandboxOptions::default() };
+    let sandbox = Sandbox::start(options, Some(([127, 0, 0, 1], 0).into())).await.expect("the sandbox starts");
+    let Transport::Http(api) = sandbox.transport() else { unreachable!("served over HTTP") };
+    for i in 0..case.dogus {
+        let descriptor = json!({"Name": format!("official/dogu{i:04}"), "Version": "1.0.0-1", "Dependencies": []});
+        sandbox.registry.add(&descriptor.to_string()).expect("a valid descriptor");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: sandbox, cluster: {{server: 'http://{api}'}}}}]\n\
+             users: [{{name: sandbox, user: {{}}}}]\n\
+             contexts: [{{name: sandbox, context: {{cluster: sandbox, user: sandbox, namespace: {NAMESPACE}}}}}]\n\
+             current-context: sandbox\n"
+        ),
+    )
+    .unwrap();
+    let (metrics_port, health_port) = (free_port(), free_port());
+    let operator = Operator(
+        wrapped(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .arg("run")
+            .env("KUBECONFIG", &kubeconfig)
+            .env("NAMESPACE", NAMESPACE)
+            .env("LEADER_ELECT", "false")
+            .env("DEBOUNCE_WINDOW", DEBOUNCE)
+            .env("LOG_LEVEL", "warn")
+            .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{metrics_port}"))
+            .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health_port}"))
+            .env("DOGU_REGISTRY_ENDPOINT", sandbox.registry_endpoint())
+            .env("DOGU_REGISTRY_USERNAME", REGISTRY_CREDENTIALS.0)
+            .env("DOGU_REGISTRY_PASSWORD", REGISTRY_CREDENTIALS.1)
+            // Allocator settings reach the operator (to compare them).
+            .envs(std::env::vars().filter(|(name, _)| name.starts_with("MALLOC_") || name.starts_with("MIMALLOC_")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the operator binary starts"),
+    );
+    let metrics_url = Url { port: metrics_port, path: "/metrics" };
+    let ready_url = Url { port: health_port, path: "/readyz" };
+    wait_for(Duration::from_secs(30), "the operator to be ready", || async {
+        get(&ready_url).await.is_some_and(|(status, _)| status == 200)
+    })
+    .await;
+
+    // Fresh install.
+    let before = scrape(&metrics_url).await;
+    let started = Instant::now();
+    sandbox.apply_blueprint(&blueprint(case.dogus)).expect("the blueprint is accepted");
+    wait_for(Duration::from_secs(300), "Completed=True", || async {
+        sandbox.condition("bench", "Completed").is_some_and(|(status, _)| status == "True")
+    })
+    .await;
+    let install_wall = started.elapsed();
+    if std::env::var("SANDBOX_BENCH_SIZES").is_ok() {
+        for (api, kind) in [
+            ("k8s.cloudogu.com/v2", "Blueprint"),
+            ("k8s.cloudogu.com/v2", "Dogu"),
+            ("v1", "ConfigMap"),
+            ("v1", "Secret"),
+        ] {
+            let objects = sandbox.emulator.list(api, kind);
+            let bytes: usize = objects.iter().map(|o| o.to_string().len()).sum();
+            eprintln!("{kind}: {} objects, {bytes} bytes of JSON", objects.len());
+        }
+    }
+    // The reconcile that completed may still be publishing its events.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let installed = scrape(&metrics_url).await;
+
+    // Steady state: each label change on a Dogu CR is one reconcile that finds nothing to do.
+    let mut done = installed.reconciles();
+    for round in 0..case.steady_reconciles {
+        let dogu = format!("dogu{:04}", round as usize % case.dogus);
+        sandbox
+            .emulator
+            .edit("k8s.cloudogu.com/v2", "Dogu", NAMESPACE, &dogu, |object| {
+                object["metadata"]["labels"]["bench.example.com/touch"] = json!(round.to_string());
+            })
+            .expect("the Dogu CR exists");
+        let target = done + 1.0;
+        wait_for(Duration::from_secs(30), "a steady reconcile", || async {
+            scrape(&metrics_url).await.reconciles() >= target
+        })
+        .await;
+        done = target;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let steady = scrape(&metrics_url).await;
+    let peak_rss_kib = operator.peak_rss_kib();
+    if std::env::var("SANDBOX_BENCH_SIZES").is_ok() {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", operator.0.id())).unwrap_or_default();
+        for line in status.lines().filter(|l| l.starts_with("Rss") || l.starts_with("Vm") || l.starts_with("Threads")) {
+            eprintln!("{line}");
+        }
+    }
+    drop(operator);
+    sandbox.shutdown().await;
+
+    let install = installed.minus(&before);
+    let steady = steady.minus(&installed);
+    let per = |value: f64, n: f64| if n > 0.0 { value / n } else { 0.0 };
+    let (ir, sr) = (install.reconciles(), steady.reconciles());
+    Row {
+        dogus: case.dogus,
+        install_reconciles: ir,
+        install_requests: install.requests_by_verb(),
+        install_status_writes: install.sum("blueprint_operator_status_writes_total"),
+        install_events: install.sum("blueprint_operator_events_total"),
+        install_wall,
+        startup_requests: before.requests_by_verb(),
+        steady_reconciles: sr,
+        steady_requests: steady.requests_by_verb().into_iter().map(|(verb, n)| (verb, per(n, sr))).collect(),
+        steady_status_writes: per(steady.sum("blueprint_operator_status_writes_total"), sr),
+        steady_events: per(steady.sum("blueprint_operator_events_total"), sr),
+        peak_rss_kib,
+    }
+}
+
+fn blueprint(dogus: usize) -> Blueprint {
+    let entries: Vec<_> =
+        (0..dogus).map(|i| json!({"name": format!("official/dogu{i:04}"), "version": "1.0.0-1"})).collect();
+    let config: BTreeMap<String, Vec<serde_json::Value>> = (0..dogus)
+        .map(|i| {
+            let keys = (0..KEYS_PER_DOGU)
+                .map(|k| json!({"key": format!("section/key{k}"), "value": format!("v{k}")}))
+                .collect();
+            (format!("dogu{i:04}"), keys)
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "k8s.cloudogu.com/v2",
+        "kind": "Blueprint",
+        "metadata": {"name": "bench", "namespace": NAMESPACE},
+        "spec": {"displayName": "bench", "blueprint": {"dogus": entries, "config": {"dogus": config}}}
+    }))
+    .unwrap()
+}
+
+/// The operator's `/metrics`, as (series, value).
+struct Metrics(BTreeMap<String, f64>);
+
+/// A loopback HTTP endpoint of the operator.
+struct Url {
+    port: u16,
+    path: &'static str,
+}
+
+/// A plain HTTP/1.1 GET: the status and the body, or nothing while the operator does not listen yet.
+async fn get(url: &Url) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", url.port)).await.ok()?;
+    let request = format!("GET {} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", url.path);
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.ok()?;
+    let response = String::from_utf8_lossy(&response);
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
+    Some((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+async fn scrape(url: &Url) -> Metrics {
+    let (_, text) = get(url).await.expect("the operator answers on /metrics");
+    Metrics(
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (series, value) = l.rsplit_once(' ')?;
+                Some((series.to_owned(), value.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+impl Metrics {
+    fn sum(&self, prefix: &str) -> f64 {
+        self.0.iter().filter(|(series, _)| series.starts_with(prefix)).map(|(_, v)| v).sum()
+    }
+
+    fn reconciles(&self) -> f64 {
+        self.sum("blueprint_operator_reconciles_total")
+    }
+
+    fn requests_by_verb(&self) -> BTreeMap<String, f64> {
+        let mut verbs = BTreeMap::new();
+        for (series, value) in self.0.iter().filter(|(s, _)| s.starts_with("blueprint_operator_api_requests_total{")) {
+            if let Some(verb) = series.split("verb=\"").nth(1).and_then(|rest| rest.split('"').next()) {
+                *verbs.entry(verb.to_owned()).or_insert(0.0) += value;
+            }
+        }
+        verbs
+    }
+
+    fn minus(&self, earlier: &Metrics) -> Metrics {
+        Metrics(self.0.iter().map(|(s, v)| (s.clone(), v - earlier.0.get(s).copied().unwrap_or(0.0))).collect())
+    }
+}
+
+/// The child process, killed when dropped.
+struct Operator(Child);
+
+impl Operator {
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The operator's command; `SANDBOX_BENCH_WRAP=heaptrack` runs it under a profiler instead.
+fn wrapped(program: &str) -> Command {
+    match std::env::var("SANDBOX_BENCH_WRAP") {
+        Ok(wrapper) if !wrapper.is_empty() => {
+            let mut command = Command::new(wrapper);
+            command.arg(program);
+            command
+        }
+        _ => Command::new(program),
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn wait_for<F, Fut>(limit: Duration, what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !done().await {
+        assert!(started.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let verbs = |map: &BTreeMap<String, f64>, digits: usize| {
+        map.iter().filter(|(_, n)| **n > 0.0).map(|(v, n)| format!("{v} {n:.digits$}")).collect::<Vec<_>>().join(", ")
+    };
+    println!("\nblueprint-operator in the sandbox (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE})\n");
+    println!("| | {} |", rows.iter().map(|r| format!("{} dogus", r.dogus)).collect::<Vec<_>>().join(" | "));
+    println!("|---|{}", "---|".repeat(rows.len()));
+    let line = |name: &str, cell: &dyn Fn(&Row) -> String| {
+        println!("| {name} | {} |", rows.iter().map(cell).collect::<Vec<_>>().join(" | "));
+    };
+    line("start: API requests by verb (filling the caches)", &|r| verbs(&r.startup_requests, 0));
+    line("fresh install: reconciles", &|r| format!("{}", r.install_reconciles));
+    line("fresh install: API requests by verb", &|r| verbs(&r.install_requests, 0));
+    line("fresh install: status writes", &|r| format!("{}", r.install_status_writes));
+    line("fresh install: events", &|r| format!("{}", r.install_events));
+    line("fresh install: wall time to Completed=True", &|r| format!("{:.2} s", r.install_wall.as_secs_f64()));
+    line("steady state: reconciles measured", &|r| format!("{}", r.steady_reconciles));
+    line("steady state: API requests per reconcile", &|r| {
+        let text = verbs(&r.steady_requests, 3);
+        if text.is_empty() { "0".into() } else { text }
+    });
+    line("steady state: status writes per reconcile", &|r| format!("{:.3}", r.steady_status_writes));
+    line("steady state: events per reconcile", &|r| format!("{:.3}", r.steady_events));
+    line("peak RSS of the operator (VmHWM)", &|r| format!("{:.1} MiB", r.peak_rss_kib as f64 / 1024.0));
+}
