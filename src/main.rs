@@ -1,6 +1,6 @@
-// mimalloc returns freed memory to the system and fragments less than glibc's allocator under the
-// operator's pattern (large short-lived observations and status documents next to long-lived caches);
-// see the README's "Performance" section for what it changed.
+// mimalloc: a reconcile's many small, short-lived allocations cost much less than with glibc's
+// allocator (a 30-dogu reconcile: 47 µs instead of 77 µs); the memory it keeps differs both ways (see
+// the README's "Performance" section).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

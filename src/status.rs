@@ -61,7 +61,7 @@ pub fn status_patch<'a>(
     }
     let fields = [
         ("effectiveBlueprint", changed(&stored.effective_blueprint, &wanted.effective_blueprint, Field::Manifest)),
-        ("stateDiff", changed(&stored.state_diff, &wanted.state_diff, Field::StateDiff)),
+        ("stateDiff", changed_state_diff(&stored.state_diff, &wanted.state_diff)),
         (
             "observedGeneration",
             changed(&stored.observed_generation, &wanted.observed_generation, |g: &i64| Field::Generation(*g)),
@@ -86,6 +86,63 @@ fn changed<'a, T: Serialize + PartialEq>(
         (None, Some(after)) => whole(after),
         (Some(before), Some(after)) => Field::Diff(merge_diff(&to_json(before), &to_json(after))),
     })
+}
+
+/// The state diff changes on every reconcile of an install, as dogus arrive: its patch is built map by
+/// map, so that only the entries that changed become `serde_json::Value`s (a removed entry is `null`).
+fn changed_state_diff<'a>(before: &Option<StateDiff>, after: &'a Option<StateDiff>) -> Option<Field<'a>> {
+    match (before, after) {
+        _ if before == after => None,
+        (_, None) => Some(Field::Removed(())),
+        (None, Some(after)) => Some(Field::StateDiff(after)),
+        (Some(before), Some(after)) => {
+            let mut patch = Map::new();
+            map_patch(&mut patch, "doguDiffs", &before.dogu_diffs, &after.dogu_diffs);
+            map_patch(&mut patch, "componentDiffs", &before.component_diffs, &after.component_diffs);
+            map_patch(&mut patch, "doguConfigDiffs", &before.dogu_config_diffs, &after.dogu_config_diffs);
+            if before.global_config_diff != after.global_config_diff {
+                let list = &after.global_config_diff;
+                patch.insert("globalConfigDiff".into(), if list.is_empty() { Value::Null } else { to_json(list) });
+            }
+            Some(Field::Diff(Value::Object(patch)))
+        }
+    }
+}
+
+/// The merge patch of one map field (left out of the document when empty, as the types serialize it).
+fn map_patch<V: Serialize + PartialEq>(
+    patch: &mut Map<String, Value>,
+    key: &str,
+    before: &BTreeMap<String, V>,
+    after: &BTreeMap<String, V>,
+) {
+    if before == after {
+        return;
+    }
+    if after.is_empty() {
+        patch.insert(key.to_owned(), Value::Null);
+        return;
+    }
+    if before.is_empty() {
+        patch.insert(key.to_owned(), to_json(after));
+        return;
+    }
+    let mut entries = Map::new();
+    for (name, value) in after {
+        match before.get(name) {
+            Some(previous) if previous == value => {}
+            Some(previous) => {
+                entries.insert(name.clone(), merge_diff(&to_json(previous), &to_json(value)));
+            }
+            None => {
+                entries.insert(name.clone(), to_json(value));
+            }
+        }
+    }
+    for name in before.keys().filter(|name| !after.contains_key(*name)) {
+        entries.insert(name.clone(), Value::Null);
+    }
+    patch.insert(key.to_owned(), Value::Object(entries));
 }
 
 fn to_json<T: Serialize>(value: &T) -> Value {
@@ -178,7 +235,24 @@ mod tests {
             json!({"metadata": {"resourceVersion": "7"}, "status": merge_diff(&before, &serde_json::to_value(after).unwrap())})
         };
         let patch = |before, after| serde_json::to_value(status_patch(before, after, "7").unwrap()).unwrap();
-        for (before, after) in [(None, &first), (Some(&first), &second), (Some(&second), &first)] {
+        let third = status(json!({
+            "conditions": [condition("StateDiffHasChanges")],
+            "stateDiff": {
+                "doguDiffs": {
+                    "ldap": {"actual": {"namespace": "official", "version": "1.0.0-1", "absent": false}, "expected": {"namespace": "official", "version": "1.1.0-1", "absent": false}, "neededActions": ["upgrade"]},
+                    "cas": {"actual": {"namespace": "", "absent": true}, "expected": {"namespace": "official", "version": "7.0.0-1", "absent": false}, "neededActions": ["install"]}
+                },
+                "globalConfigDiff": [{"key": "fqdn", "actual": {"exists": false}, "expected": {"value": "x", "exists": true}, "neededAction": "set"}]
+            },
+            "observedGeneration": 2
+        }));
+        for (before, after) in [
+            (None, &first),
+            (Some(&first), &second),
+            (Some(&second), &first),
+            (Some(&first), &third),
+            (Some(&third), &first),
+        ] {
             assert_eq!(patch(before, after), whole(before, after));
         }
         let patch = patch(Some(&first), &second);
