@@ -375,16 +375,22 @@ fn secret_values(sandbox: &Sandbox) -> Vec<String> {
     values
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_live_journal_replays_identically_and_holds_no_secret() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal.jsonl");
+/// The default sandbox, seeded, recording into `dir/journal.jsonl`, its controller started.
+async fn journaled_sandbox(dir: &std::path::Path) -> (Sandbox, std::path::PathBuf) {
+    let path = dir.join("journal.jsonl");
     let journal = JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 };
     let options = SandboxOptions { virtual_clock: true, journal: Some(journal), ..Default::default() };
     let mut sandbox = Sandbox::start(options, None).await.unwrap();
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).unwrap();
     seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
     sandbox.start_controller("0.1.0");
+    (sandbox, path)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_journal_replays_identically_and_holds_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut sandbox, path) = journaled_sandbox(dir.path()).await;
     sandbox.apply_blueprint(&crate::sandbox::e2e::default_blueprint()).unwrap();
     let done = sandbox.wait_until("blueprint-ces", Duration::from_secs(600), crate::sandbox::e2e::completed).await;
     assert!(done.is_some());
@@ -410,13 +416,7 @@ async fn a_live_journal_replays_identically_and_holds_no_secret() {
 #[tokio::test(start_paused = true)]
 async fn plaintext_sensitive_values_in_a_blueprint_never_reach_the_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal.jsonl");
-    let journal = JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 };
-    let options = SandboxOptions { virtual_clock: true, journal: Some(journal), ..Default::default() };
-    let mut sandbox = Sandbox::start(options, None).await.unwrap();
-    seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).unwrap();
-    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
-    sandbox.start_controller("0.1.0");
+    let (mut sandbox, path) = journaled_sandbox(dir.path()).await;
     let yaml = r#"
 apiVersion: k8s.cloudogu.com/v2
 kind: Blueprint
