@@ -225,33 +225,17 @@ struct Url {
     path: &'static str,
 }
 
-/// A plain HTTP/1.1 GET: the status and the body, or nothing while the operator does not listen yet.
+/// The status and the body of a GET, or nothing while the operator does not listen yet. The client is
+/// the one the registry uses (reqwest with the project's rustls configuration).
 async fn get(url: &Url) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", url.port)).await.ok()?;
-    let request = format!("GET {} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", url.path);
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.ok()?;
-    let response = String::from_utf8_lossy(&response);
-    let status = response.split(' ').nth(1)?.parse().ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    let body =
-        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
-    Some((status, body))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        let tls = blueprint_operator::registry::tls::client_config(None).expect("a TLS configuration");
+        reqwest::Client::builder().tls_backend_preconfigured(tls).build().expect("an HTTP client")
+    });
+    let response = client.get(format!("http://127.0.0.1:{}{}", url.port, url.path)).send().await.ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
 }
 
 async fn scrape(url: &Url) -> Metrics {
