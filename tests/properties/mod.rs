@@ -275,6 +275,24 @@ fn run_parts(model: Model, prefix: &[Step], completed: bool, stretch: &[Step]) -
     Ok(run)
 }
 
+/// Two runs that share a prefix and differ in their stretch both converge, to the same cluster.
+fn end_in_the_same_cluster(
+    model: Model,
+    prefix: &[Step],
+    completed: bool,
+    one: &[Step],
+    other: &[Step],
+) -> Result<(), TestCaseError> {
+    let mut one = run_parts(model.clone(), prefix, completed, one)?;
+    let mut other = run_parts(model, prefix, completed, other)?;
+    one.settle();
+    other.settle();
+    one.converge(BOUND)?;
+    other.converge(BOUND)?;
+    prop_assert_eq!(cluster_state(&one.model), cluster_state(&other.model));
+    Ok(())
+}
+
 fn history_config() -> ProptestConfig {
     ProptestConfig { cases: scaled(128), failure_persistence: None, ..ProptestConfig::default() }
 }
@@ -317,13 +335,7 @@ proptest! {
             .iter()
             .map(|s| if matches!(s, Step::Crash { .. }) { Step::Reconcile } else { s.clone() })
             .collect();
-        let mut crashed = run_parts(model.clone(), &prefix, completed, &stretch)?;
-        let mut whole = run_parts(model, &prefix, completed, &without)?;
-        crashed.settle();
-        whole.settle();
-        crashed.converge(BOUND)?;
-        whole.converge(BOUND)?;
-        prop_assert_eq!(cluster_state(&crashed.model), cluster_state(&whole.model));
+        end_in_the_same_cluster(model, &prefix, completed, &stretch, &without)?;
     }
 
     /// Missed events: reconciling only some of the moments (always the last one) ends where
@@ -344,13 +356,7 @@ proptest! {
             .filter(|(i, s)| !matches!(s, Step::Reconcile | Step::Crash { .. }) || Some(*i) == last || keep[*i % keep.len()])
             .map(|(_, s)| s.clone())
             .collect();
-        let mut all = run_parts(model.clone(), &prefix, completed, &stretch)?;
-        let mut some = run_parts(model, &prefix, completed, &missed)?;
-        all.settle();
-        some.settle();
-        all.converge(BOUND)?;
-        some.converge(BOUND)?;
-        prop_assert_eq!(cluster_state(&all.model), cluster_state(&some.model));
+        end_in_the_same_cluster(model, &prefix, completed, &stretch, &missed)?;
     }
 
     /// Stale reads: a reconcile on caches that have not yet shown recent writes never makes the
