@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use blueprint_machine::api::Blueprint;
+use blueprint_operator::metrics;
 use blueprint_operator::sandbox::ecosystem::Behaviour;
 use blueprint_operator::sandbox::session::{REGISTRY_CREDENTIALS, Sandbox, SandboxOptions, Transport};
 use serde_json::json;
@@ -253,7 +254,7 @@ async fn scrape(url: &Url) -> Metrics {
 
 impl Metrics {
     fn sum(&self, prefix: &str) -> f64 {
-        self.0.iter().filter(|(series, _)| series.starts_with(prefix)).map(|(_, v)| v).sum()
+        metrics::sum(&self.text(), prefix)
     }
 
     fn reconciles(&self) -> f64 {
@@ -261,13 +262,12 @@ impl Metrics {
     }
 
     fn requests_by_verb(&self) -> BTreeMap<String, f64> {
-        let mut verbs = BTreeMap::new();
-        for (series, value) in self.0.iter().filter(|(s, _)| s.starts_with("blueprint_operator_api_requests_total{")) {
-            if let Some(verb) = series.split("verb=\"").nth(1).and_then(|rest| rest.split('"').next()) {
-                *verbs.entry(verb.to_owned()).or_insert(0.0) += value;
-            }
-        }
-        verbs
+        metrics::requests_by_verb(&self.text())
+    }
+
+    /// Back to exposition text, for the project's parsers.
+    fn text(&self) -> String {
+        self.0.iter().map(|(series, value)| format!("{series} {value}\n")).collect()
     }
 
     fn minus(&self, earlier: &Metrics) -> Metrics {

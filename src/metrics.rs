@@ -1,5 +1,6 @@
 //! Prometheus metrics of the operator (`/metrics`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
@@ -152,6 +153,26 @@ impl Metrics {
     }
 }
 
+/// Sums of an exposition text (what `/metrics` serves): every series whose line starts with `prefix`.
+pub fn sum(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|line| line.starts_with(prefix))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The API requests counted in an exposition text, by verb.
+pub fn requests_by_verb(text: &str) -> BTreeMap<String, f64> {
+    let mut verbs = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("blueprint_operator_api_requests_total{")) {
+        let verb = line.split("verb=\"").nth(1).and_then(|rest| rest.split('"').next());
+        if let (Some(verb), Some(count)) = (verb, line.rsplit(' ').next().and_then(|c| c.parse::<f64>().ok())) {
+            *verbs.entry(verb.to_owned()).or_insert(0.0) += count;
+        }
+    }
+    verbs
+}
+
 /// The Kubernetes verb of a request (`GET` is `get`, `list` or `watch`).
 pub fn verb<B>(request: &http::Request<B>) -> &'static str {
     match *request.method() {
@@ -211,5 +232,16 @@ mod tests {
         let text = metrics.encode();
         assert!(text.contains("blueprint_operator_api_requests_total{verb=\"delete\"} 1"), "{text}");
         assert!(text.contains("blueprint_operator_reconcile_duration_seconds"), "{text}");
+    }
+
+    #[test]
+    fn exposition_texts_are_summed_by_prefix_and_by_verb() {
+        let text = "# HELP x\nblueprint_operator_api_requests_total{verb=\"create\"} 3\n\
+                    blueprint_operator_api_requests_total{verb=\"patch\"} 2\n\
+                    blueprint_operator_status_writes_total 2\n";
+        assert_eq!(sum(text, "blueprint_operator_api_requests_total"), 5.0);
+        assert_eq!(sum(text, "blueprint_operator_status_writes_total"), 2.0);
+        let verbs = requests_by_verb(text);
+        assert_eq!(verbs.into_iter().collect::<Vec<_>>(), vec![("create".into(), 3.0), ("patch".into(), 2.0)]);
     }
 }

@@ -263,21 +263,8 @@ fn describe(blueprint: Option<&Blueprint>) -> String {
 /// Reconciles, API requests by verb, writes, events and the time to converge.
 fn summary(sandbox: &Sandbox, elapsed: Duration, journal: Option<&std::path::Path>) {
     let text = sandbox.metrics.encode();
-    let value = |prefix: &str| -> u64 {
-        text.lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .map(|v| v as u64)
-            .sum()
-    };
-    let mut verbs: BTreeMap<String, f64> = BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("blueprint_operator_api_requests_total{")) {
-        if let (Some(verb), Some(count)) =
-            (line.split('"').nth(1), line.rsplit(' ').next().and_then(|c| c.parse::<f64>().ok()))
-        {
-            verbs.insert(verb.to_owned(), count);
-        }
-    }
+    let value = |prefix: &str| crate::metrics::sum(&text, prefix) as u64;
+    let verbs = crate::metrics::requests_by_verb(&text);
     let writes: f64 =
         ["create", "update", "patch", "delete"].iter().map(|v| verbs.get(*v).copied().unwrap_or(0.0)).sum();
     println!("\nsummary (the operator's own requests):");
