@@ -7,8 +7,7 @@ use blueprint_operator::plan::{self, Format, PlanArgs};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 // The allocator of the operator binary (src/main.rs), so that the numbers are the operator's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+blueprint_operator::global_allocator!();
 
 fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");

@@ -4,6 +4,7 @@
 //!   show that the cost grows linearly with the blueprint (no quadratic step in diff or validation).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintBody, BlueprintSpec, Dogu, DoguSpec, DoguStatus};
 use blueprint_machine::model::DoguDescriptor;
@@ -16,8 +17,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 // The allocator of the operator binary (src/main.rs), so that the numbers are the operator's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+blueprint_operator::global_allocator!();
 
 /// The shape of a generated blueprint.
 #[derive(Clone, Copy)]
@@ -105,9 +105,9 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
     Observation {
         now: Time(Timestamp::from_second(2_000_000_100).unwrap()),
         operator: OperatorFacts::new("ecosystem", None),
-        blueprint: Some(blueprint),
+        blueprint: Some(Arc::new(blueprint)),
         blueprint_count: 1,
-        dogus: installed_dogus,
+        dogus: installed_dogus.into_iter().map(Arc::new).collect(),
         components: vec![],
         global_config: store(global),
         dogu_configs,
@@ -124,7 +124,7 @@ fn situations(size: Size) -> [(&'static str, Observation); 3] {
     let mut steady = observation(size, "1.0.0-1", installed(size, "1.0.0-1"), true);
     let completed = blueprint_machine::reconcile(&steady);
     assert_eq!(completed.state, blueprint_machine::State::Completed);
-    steady.blueprint.as_mut().unwrap().status = completed.status;
+    Arc::make_mut(steady.blueprint.as_mut().unwrap()).status = completed.status;
     let upgrade = observation(size, "1.1.0-1", installed(size, "1.0.0-1"), true);
     assert_eq!(blueprint_machine::reconcile(&fresh).actions.len(), size.dogus * 2 + usize::from(size.global_keys > 0));
     assert_eq!(blueprint_machine::reconcile(&upgrade).actions.len(), size.dogus);

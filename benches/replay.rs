@@ -8,8 +8,7 @@ use blueprint_operator::journal::replay::{Verdict, verdict};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 // The allocator of the operator binary (src/main.rs), so that the numbers are the operator's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+blueprint_operator::global_allocator!();
 
 fn corpus() -> Vec<(PathBuf, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/replay");

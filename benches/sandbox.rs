@@ -143,6 +143,11 @@ async fn measure(case: &Case) -> Row {
             let bytes: usize = objects.iter().map(|o| o.to_string().len()).sum();
             eprintln!("{kind}: {} objects, {bytes} bytes of JSON", objects.len());
         }
+        let blueprints = sandbox.emulator.list("k8s.cloudogu.com/v2", "Blueprint");
+        for part in ["/metadata/managedFields", "/spec", "/status/effectiveBlueprint", "/status/stateDiff"] {
+            let bytes: usize = blueprints.iter().filter_map(|b| b.pointer(part)).map(|v| v.to_string().len()).sum();
+            eprintln!("  Blueprint {part}: {bytes} bytes of JSON");
+        }
     }
     // The reconcile that completed may still be publishing its events.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -275,7 +280,7 @@ impl Metrics {
     }
 }
 
-/// The child process, killed when dropped.
+/// The child process (with a profiler around it: the process group), stopped when dropped.
 struct Operator(Child);
 
 impl Operator {
@@ -291,21 +296,35 @@ impl Operator {
 
 impl Drop for Operator {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SIGTERM to the whole group: a profiler wrapping the operator writes its data when the
+        // operator ends, and killing only the wrapper would leave the operator running.
+        let group = format!("-{}", self.0.id());
+        let signal = |name: &str| Command::new("kill").args([name, "--", &group]).status();
+        let _ = signal("-TERM");
+        let started = Instant::now();
+        while matches!(self.0.try_wait(), Ok(None)) {
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = signal("-KILL");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.wait();
     }
 }
 
 /// The operator's command; `SANDBOX_BENCH_WRAP=heaptrack` runs it under a profiler instead.
 fn wrapped(program: &str) -> Command {
-    match std::env::var("SANDBOX_BENCH_WRAP") {
+    let mut command = match std::env::var("SANDBOX_BENCH_WRAP") {
         Ok(wrapper) if !wrapper.is_empty() => {
             let mut command = Command::new(wrapper);
             command.arg(program);
             command
         }
         _ => Command::new(program),
-    }
+    };
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    command
 }
 
 fn free_port() -> u16 {

@@ -2,6 +2,7 @@
 //! keeps it applied. The decisions live in the pure `blueprint-machine` crate; this crate observes,
 //! executes and wires.
 
+pub mod allocator;
 pub mod cli;
 pub mod config;
 pub mod controller;

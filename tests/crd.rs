@@ -173,7 +173,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
         let observation = blueprint_machine::observation::Observation {
             now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
             operator: blueprint_machine::observation::OperatorFacts::new("ecosystem", None),
-            blueprint: Some(blueprint),
+            blueprint: Some(std::sync::Arc::new(blueprint)),
             blueprint_count: 1,
             dogus: vec![],
             components: vec![],

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
@@ -21,14 +22,16 @@ pub struct Observation {
     pub now: Time,
     pub operator: OperatorFacts,
     /// The Blueprint being reconciled, as stored (metadata incl. generation, spec, previous status).
+    /// The cluster's objects are shared with the cache they were observed in (`Arc`), not copied: at
+    /// a thousand dogus a copy per reconcile is megabytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blueprint: Option<Blueprint>,
+    pub blueprint: Option<Arc<Blueprint>>,
     /// How many Blueprints exist in the namespace (only one is allowed).
     pub blueprint_count: usize,
     #[serde(default)]
-    pub dogus: Vec<Dogu>,
+    pub dogus: Vec<Arc<Dogu>>,
     #[serde(default)]
-    pub components: Vec<Component>,
+    pub components: Vec<Arc<Component>>,
     /// `global-config`.
     #[serde(default)]
     pub global_config: ConfigObservation<String>,

@@ -76,8 +76,9 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub backoff: BackoffTracker,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
-    /// cache shows the write, the written object is what is observed (read-your-writes).
-    written: Mutex<HashMap<String, (String, Blueprint)>>,
+    /// cache shows the write, the written object is what is observed (read-your-writes). Slimmed like
+    /// the cached objects, and dropped once the cache has moved on.
+    written: Mutex<HashMap<String, (String, Arc<Blueprint>)>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
     journal: Option<Arc<JournalWriter>>,
 }
@@ -183,18 +184,28 @@ impl Context {
     /// The Blueprint to reconcile: the cached one, unless this process wrote a newer one the cache has
     /// not shown yet.
     fn blueprint(&self, name: &str) -> Option<Arc<Blueprint>> {
-        let cached = self.stores.blueprints.get(&ObjectRef::new(name).within(&self.namespace))?;
-        let written = self.written.lock().expect("not poisoned");
+        let cached = self.stores.blueprints.get(&ObjectRef::new(name).within(&self.namespace));
+        let mut written = self.written.lock().expect("not poisoned");
+        let cache_version = cached.as_ref().and_then(|c| c.metadata.resource_version.as_deref());
         match written.get(name) {
-            Some((before, ours)) if cached.metadata.resource_version.as_deref() == Some(before.as_str()) => {
-                Some(Arc::new(ours.clone()))
+            Some((before, ours)) if cache_version == Some(before.as_str()) => Some(ours.clone()),
+            _ => {
+                // The cache shows our write or something newer (or the Blueprint is gone).
+                written.remove(name);
+                cached
             }
-            _ => Some(cached),
         }
     }
 
+    /// Keeps the Blueprint this process wrote (`before`: the `resourceVersion` it replaced) until the
+    /// cache shows the write.
+    fn remember_written(&self, name: &str, before: String, mut written: Blueprint) {
+        super::slim(&mut written.metadata);
+        self.written.lock().expect("not poisoned").insert(name.to_owned(), (before, Arc::new(written)));
+    }
+
     /// Builds the observation from the caches, the descriptor source and the clock.
-    pub async fn observe(&self, blueprint: Option<&Blueprint>) -> Result<Observation, ReconcileError> {
+    pub async fn observe(&self, blueprint: Option<Arc<Blueprint>>) -> Result<Observation, ReconcileError> {
         let blueprints = self.stores.blueprints.state();
         let dogus = self.stores.dogus.state();
         let components = self.stores.components.state();
@@ -202,7 +213,7 @@ impl Context {
         let health = self.stores.health_config.state();
         let sensitive = self.stores.sensitive_configs.state();
 
-        let referenced = match blueprint {
+        let referenced = match blueprint.as_deref() {
             Some(blueprint) => {
                 let names = blueprint_machine::referenced_secrets(blueprint);
                 let api = Api::<Secret>::namespaced(self.client.clone(), &self.namespace);
@@ -214,7 +225,7 @@ impl Context {
             None => Default::default(),
         };
         // Concurrently: on a fresh install every wanted descriptor may need the remote registry.
-        let wanted = blueprint.map(blueprint_machine::wanted_descriptors).unwrap_or_default();
+        let wanted = blueprint.as_deref().map(blueprint_machine::wanted_descriptors).unwrap_or_default();
         let descriptors = futures::future::join_all(wanted.into_iter().map(|(name, version)| async move {
             let lookup = self.descriptors.lookup(&name, &version).await;
             DescriptorEntry { name, version, lookup }
@@ -225,8 +236,8 @@ impl Context {
             operator: OperatorFacts::new(self.namespace.clone(), Some(self.operator_version.clone())),
             blueprint,
             blueprint_count: blueprints.len(),
-            dogus: dogus.iter().map(AsRef::as_ref).collect(),
-            components: components.iter().map(AsRef::as_ref).collect(),
+            dogus,
+            components,
             config_maps: config_maps
                 .iter()
                 .map(AsRef::as_ref)
@@ -289,7 +300,7 @@ impl Context {
     async fn reconcile_inner(&self, name: &str) -> Result<Outcome, ReconcileError> {
         self.stores.ready().await?;
         let blueprint = self.blueprint(name);
-        let observation = self.observe(blueprint.as_deref()).await?;
+        let observation = self.observe(blueprint.clone()).await?;
         let decision = blueprint_machine::reconcile(&observation);
 
         let executor = Executor::new(
@@ -336,7 +347,7 @@ impl Context {
                 status_write = match status::write(&api, name, &patch).await {
                     Ok(written) => {
                         self.metrics.status_writes.inc();
-                        self.written.lock().expect("not poisoned").insert(name.to_owned(), (version, written));
+                        self.remember_written(name, version, written);
                         StatusWrite::Written
                     }
                     Err(kube::Error::Api(e)) if e.code == 409 => StatusWrite::Conflict,
@@ -396,5 +407,75 @@ fn kind(operation: &Operation) -> &'static str {
         Operation::PatchComponent { .. } => "patchComponent",
         Operation::DeleteComponent { .. } => "deleteComponent",
         Operation::WriteConfig { .. } => "writeConfig",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+    use crate::registry::{CacheSettings, LocalStore, Registry};
+
+    fn blueprint(resource_version: &str) -> Blueprint {
+        let mut blueprint = Blueprint::new("bp", Default::default());
+        blueprint.metadata = ObjectMeta {
+            name: Some("bp".into()),
+            namespace: Some("ecosystem".into()),
+            resource_version: Some(resource_version.into()),
+            managed_fields: Some(vec![ManagedFieldsEntry {
+                manager: Some("k8s-blueprint-operator".into()),
+                fields_v1: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+                    serde_json::json!({"f:status": {}}),
+                )),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        blueprint
+    }
+
+    fn empty<K>() -> Store<K>
+    where
+        K: kube::Resource + Clone + 'static,
+        K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    {
+        reflector::store().0
+    }
+
+    /// Read-your-writes: the written Blueprint is what a reconcile sees while the cache still holds the
+    /// version it replaced; once the cache has moved on, the cache's object is seen and the written
+    /// copy is dropped (it is megabytes at a thousand dogus). The kept copy has no field sets.
+    #[tokio::test]
+    async fn a_written_blueprint_is_seen_until_the_cache_shows_the_write_then_dropped() {
+        let (service, _handle) =
+            tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let client = Client::new(service, "ecosystem");
+        let (blueprints, mut writer) = reflector::store::<Blueprint>();
+        writer.apply_watcher_event(&watcher::Event::Apply(blueprint("1")));
+        let stores = Stores {
+            blueprints,
+            dogus: empty(),
+            components: empty(),
+            config_maps: empty(),
+            health_config: empty(),
+            sensitive_configs: empty(),
+            secret_metadata: empty(),
+        };
+        let metrics = Metrics::shared();
+        let local = LocalStore::new(empty(), Api::namespaced(client.clone(), "ecosystem"), "ecosystem");
+        let descriptors = Arc::new(Registry::new(local, None, CacheSettings::default(), metrics.clone()));
+        let context = Context::new(client, "ecosystem".into(), "1.0.0".into(), stores, descriptors, metrics);
+
+        context.remember_written("bp", "1".into(), blueprint("2"));
+        let seen = context.blueprint("bp").unwrap();
+        assert_eq!(seen.metadata.resource_version.as_deref(), Some("2"), "our write, not the stale cache");
+        let fields = seen.metadata.managed_fields.iter().flatten().filter(|e| e.fields_v1.is_some()).count();
+        assert_eq!(fields, 0, "the kept copy is slimmed");
+
+        writer.apply_watcher_event(&watcher::Event::Apply(blueprint("3")));
+        assert_eq!(context.blueprint("bp").unwrap().metadata.resource_version.as_deref(), Some("3"));
+        assert!(context.written.lock().unwrap().is_empty(), "dropped once the cache moved on");
     }
 }

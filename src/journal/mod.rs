@@ -14,6 +14,7 @@ pub mod reader;
 pub mod replay;
 pub mod writer;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -76,6 +77,8 @@ pub const REDACTED: &str = "(redacted by the journal)";
 /// The observation without plaintext sensitive values (see the module documentation).
 pub fn redacted(mut observation: Observation) -> Observation {
     let Some(blueprint) = observation.blueprint.as_mut() else { return observation };
+    // The journal's own copy: the shared one stays as the cache holds it.
+    let blueprint = Arc::make_mut(blueprint);
     // Tools keep copies of the spec in annotations (kubectl's last-applied configuration, GitOps
     // tools' applied state); the machine reads none of them, nor the managed fields.
     blueprint.metadata.annotations = None;

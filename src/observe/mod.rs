@@ -9,6 +9,7 @@ pub mod digest;
 pub mod secrets;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -125,10 +126,11 @@ pub fn referenced_secret(secret: Option<&Secret>, digester: &Digester) -> Refere
 pub struct Snapshot<'a> {
     pub now: Time,
     pub operator: OperatorFacts,
-    pub blueprint: Option<&'a Blueprint>,
+    /// The cluster's objects, shared with the caches they come from (the observation keeps them).
+    pub blueprint: Option<Arc<Blueprint>>,
     pub blueprint_count: usize,
-    pub dogus: Vec<&'a Dogu>,
-    pub components: Vec<&'a Component>,
+    pub dogus: Vec<Arc<Dogu>>,
+    pub components: Vec<Arc<Component>>,
     pub config_maps: Vec<&'a ConfigMap>,
     pub secrets: Vec<&'a Secret>,
     /// Referenced Secrets digested already (the controller's cache); `None`: digest them from `secrets`.
@@ -154,7 +156,7 @@ impl Snapshot<'_> {
             }
         }
         let referenced: std::collections::BTreeSet<String> =
-            self.blueprint.map(blueprint_machine::referenced_secrets).unwrap_or_default();
+            self.blueprint.as_deref().map(blueprint_machine::referenced_secrets).unwrap_or_default();
         let mut sensitive_configs = BTreeMap::new();
         let mut referenced_secrets = BTreeMap::new();
         for secret in &self.secrets {
@@ -174,10 +176,10 @@ impl Snapshot<'_> {
         Observation {
             now: self.now.clone(),
             operator: self.operator.clone(),
-            blueprint: self.blueprint.cloned(),
+            blueprint: self.blueprint.clone(),
             blueprint_count: self.blueprint_count,
-            dogus: self.dogus.iter().map(|d| (*d).clone()).collect(),
-            components: self.components.iter().map(|c| (*c).clone()).collect(),
+            dogus: self.dogus.clone(),
+            components: self.components.clone(),
             global_config,
             dogu_configs,
             sensitive_configs,

@@ -4,6 +4,7 @@ pub mod input;
 pub mod render;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -138,8 +139,9 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         skipped += usize::from(!keep);
         keep
     };
-    let dogus: Vec<_> = cluster.dogus.iter().filter(|o| keep(&o.metadata.namespace)).collect();
-    let components: Vec<_> = cluster.components.iter().filter(|o| keep(&o.metadata.namespace)).collect();
+    let dogus: Vec<_> = cluster.dogus.iter().filter(|o| keep(&o.metadata.namespace)).cloned().map(Arc::new).collect();
+    let components: Vec<_> =
+        cluster.components.iter().filter(|o| keep(&o.metadata.namespace)).cloned().map(Arc::new).collect();
     let config_maps: Vec<_> = cluster.config_maps.iter().filter(|o| keep(&o.metadata.namespace)).collect();
     let secrets: Vec<_> = cluster.secrets.iter().filter(|o| keep(&o.metadata.namespace)).collect();
     if skipped > 0 {
@@ -152,7 +154,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
     let snapshot = Snapshot {
         now: Time(now),
         operator: OperatorFacts::new(namespace.clone(), args.operator_version.clone()),
-        blueprint: Some(&blueprint),
+        blueprint: Some(Arc::new(blueprint)),
         blueprint_count: names.len(),
         dogus,
         components,

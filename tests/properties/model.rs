@@ -3,6 +3,7 @@
 //! them (secret values digested).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintStatus, Component, ComponentStatus, Dogu, DoguStatus};
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
@@ -79,10 +80,10 @@ impl Model {
         Observation {
             now: at(self.now),
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
-            blueprint: Some(self.blueprint.clone()),
+            blueprint: Some(Arc::new(self.blueprint.clone())),
             blueprint_count: 1,
-            dogus: self.dogus.values().cloned().collect(),
-            components: self.components.values().cloned().collect(),
+            dogus: self.dogus.values().cloned().map(Arc::new).collect(),
+            components: self.components.values().cloned().map(Arc::new).collect(),
             global_config: self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default(),
             dogu_configs: self.dogu_config.iter().map(|(d, s)| (d.clone(), present(s, |v| v.clone()))).collect(),
             sensitive_configs: self.sensitive.iter().map(|(d, s)| (d.clone(), present(s, |v| digest(v)))).collect(),

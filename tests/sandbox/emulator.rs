@@ -312,10 +312,14 @@ async fn delete_with_finalizers() {
 }
 
 async fn watch_lines(emulator: &Emulator, uri: &str) -> Vec<Value> {
+    watch_text(emulator, uri).await.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+async fn watch_text(emulator: &Emulator, uri: &str) -> String {
     let request = Request::builder().uri(uri).body(Body::empty()).unwrap();
     let response = emulator.router().oneshot(request).await.unwrap();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    String::from_utf8(bytes.to_vec()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8(bytes.to_vec()).unwrap()
 }
 
 /// Kubernetes rule: a watch from a resourceVersion sends the changes after it; without one it starts
@@ -338,6 +342,9 @@ async fn watch_semantics() {
 
     let events = watch_lines(&emulator, &format!("{CM}?watch=true&timeoutSeconds=5")).await;
     assert_eq!(events.len(), 2, "synthetic ADDED for what exists");
+    // The server writes `type` before `object` (clients decode the object without buffering it then).
+    let raw = watch_text(&emulator, &format!("{CM}?watch=true&timeoutSeconds=5")).await;
+    assert!(raw.lines().all(|l| l.starts_with(r#"{"type":"ADDED","object":{"#)), "{raw}");
 
     let events = watch_lines(&emulator, &format!("{CM}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=5")).await;
     let last = events.last().unwrap();

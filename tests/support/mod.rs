@@ -9,6 +9,7 @@
 pub mod logs;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use blueprint_machine::api::{
     Blueprint, BlueprintBody, BlueprintSpec, BlueprintStatus, Component, ComponentSpec, ComponentStatus, Dogu,
@@ -264,10 +265,10 @@ impl Scenario {
         Observation {
             now: self.now.clone(),
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
-            blueprint: self.blueprint.clone(),
+            blueprint: self.blueprint.clone().map(Arc::new),
             blueprint_count: self.blueprint_count,
-            dogus: self.dogus.clone(),
-            components: self.components.clone(),
+            dogus: self.dogus.iter().cloned().map(Arc::new).collect(),
+            components: self.components.iter().cloned().map(Arc::new).collect(),
             global_config: self.global.clone(),
             dogu_configs: self.dogu_configs.clone(),
             sensitive_configs: self.sensitive.clone(),

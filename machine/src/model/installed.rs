@@ -3,6 +3,7 @@
 //! that it blocks only what concerns it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Map, Value};
@@ -56,7 +57,7 @@ pub struct Installed<'o> {
 }
 
 impl<'o> Installed<'o> {
-    pub fn read(dogus: &'o [api::Dogu], components: &'o [api::Component]) -> Self {
+    pub fn read(dogus: &'o [Arc<api::Dogu>], components: &'o [Arc<api::Component>]) -> Self {
         let mut installed = Installed::default();
         for dogu in dogus {
             let Some(name) = dogu.metadata.name.as_deref() else { continue };

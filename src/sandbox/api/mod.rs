@@ -1046,32 +1046,25 @@ impl Emulator {
         epoch.borrow_and_update();
         let compacted_message = format!("too old resource version: {} ({current})", since.unwrap_or_default());
         tokio::spawn(async move {
-            let line = |value: Value| Ok(Bytes::from(format!("{value}\n")));
+            let line = |event_type: &str, object: &Value| Ok(watch_line(event_type, object));
             let backlog = match backlog {
                 Ok(backlog) => backlog,
                 Err(()) => {
                     let error = ApiError::new(410, "Expired", compacted_message);
-                    let _ = futures::SinkExt::send(&mut sender, line(json!({"type": "ERROR", "object": error.body()})))
-                        .await;
+                    let _ = futures::SinkExt::send(&mut sender, line("ERROR", &error.body())).await;
                     return;
                 }
             };
             let mut last = since.unwrap_or(current);
             for record in backlog.iter().filter(|r| wanted(r)) {
                 last = last.max(record.resource_version);
-                if futures::SinkExt::send(
-                    &mut sender,
-                    line(json!({"type": record.change.as_str(), "object": record.object})),
-                )
-                .await
-                .is_err()
-                {
+                if futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
                     return;
                 }
             }
             if initial_events {
-                let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": current.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}});
-                if futures::SinkExt::send(&mut sender, line(bookmark)).await.is_err() {
+                let bookmark = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": current.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}});
+                if futures::SinkExt::send(&mut sender, line("BOOKMARK", &bookmark)).await.is_err() {
                     return;
                 }
             }
@@ -1089,8 +1082,8 @@ impl Emulator {
                     _ = until_deadline => return,
                     _ = epoch.changed() => return,
                     _ = ticker.tick(), if bookmarks => {
-                        let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": last.to_string()}}});
-                        if futures::SinkExt::send(&mut sender, line(bookmark)).await.is_err() {
+                        let bookmark = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": last.to_string()}});
+                        if futures::SinkExt::send(&mut sender, line("BOOKMARK", &bookmark)).await.is_err() {
                             return;
                         }
                     }
@@ -1100,7 +1093,7 @@ impl Emulator {
                                 continue;
                             }
                             last = last.max(record.resource_version);
-                            if wanted(&record) && futures::SinkExt::send(&mut sender, line(json!({"type": record.change.as_str(), "object": record.object}))).await.is_err() {
+                            if wanted(&record) && futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
                                 return;
                             }
                         }
@@ -1233,6 +1226,19 @@ fn random_suffix() -> String {
     let mut bytes = [0u8; 5];
     getrandom::fill(&mut bytes).expect("randomness is available");
     bytes.iter().map(|b| (b'a' + b % 26) as char).collect()
+}
+
+/// One line of a watch stream: `{"type":…,"object":…}`, in that order, as the API server writes it.
+/// The order matters to clients: kube's decoder reads the object straight into its type when it knows
+/// the event type first, and buffers the whole object otherwise.
+fn watch_line(event_type: &str, object: &Value) -> Bytes {
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(b"{\"type\":");
+    serde_json::to_writer(&mut line, event_type).expect("a string serializes");
+    line.extend_from_slice(b",\"object\":");
+    serde_json::to_writer(&mut line, object).expect("a JSON value serializes");
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 fn parse_query(query: &str) -> BTreeMap<String, String> {
