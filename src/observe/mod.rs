@@ -155,24 +155,17 @@ impl Snapshot<'_> {
                 _ => {}
             }
         }
-        let referenced: std::collections::BTreeSet<String> =
-            self.blueprint.as_deref().map(blueprint_machine::referenced_secrets).unwrap_or_default();
         let mut sensitive_configs = BTreeMap::new();
-        let mut referenced_secrets = BTreeMap::new();
         for secret in &self.secrets {
             if let Some(ConfigKind::Sensitive(dogu)) = config_kind(&secret.metadata) {
                 sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
             }
-            if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
-                referenced_secrets.insert(name.clone(), referenced_secret(Some(secret), digester));
-            }
         }
-        for name in referenced {
-            referenced_secrets.entry(name).or_insert(ReferencedSecret::Missing);
-        }
-        if let Some(digested) = &self.referenced_secrets {
-            referenced_secrets = digested.clone();
-        }
+        // The controller digested the referenced Secrets already (its cache of digests).
+        let referenced_secrets = match &self.referenced_secrets {
+            Some(digested) => digested.clone(),
+            None => self.digest_referenced_secrets(digester),
+        };
         Observation {
             now: self.now.clone(),
             operator: self.operator.clone(),
@@ -187,6 +180,22 @@ impl Snapshot<'_> {
             descriptors: self.descriptors.clone(),
             health_config,
         }
+    }
+
+    /// The Secrets the blueprint references, digested from `secrets`; a name without a Secret there is
+    /// missing.
+    fn digest_referenced_secrets(&self, digester: &Digester) -> BTreeMap<String, ReferencedSecret> {
+        let referenced = self.blueprint.as_deref().map(blueprint_machine::referenced_secrets).unwrap_or_default();
+        let mut digested = BTreeMap::new();
+        for secret in &self.secrets {
+            if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
+                digested.insert(name.clone(), referenced_secret(Some(secret), digester));
+            }
+        }
+        for name in referenced {
+            digested.entry(name).or_insert(ReferencedSecret::Missing);
+        }
+        digested
     }
 }
 
