@@ -57,6 +57,14 @@ pub fn slim(meta: &mut ObjectMeta) {
         newest.map(|time| vec![ManagedFieldsEntry { time: Some(time), ..Default::default() }]).unwrap_or_default();
 }
 
+/// The watch events of `api`, their objects slimmed before any cache keeps them.
+fn slim_watcher<K>(api: Api<K>, config: watcher::Config) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher(api, config).modify(|object| slim(object.meta_mut()))
+}
+
 /// A reflector store of `api`, and the stream of changes that keeps it current (it must be polled).
 fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
 where
@@ -64,9 +72,7 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config).modify(|object| slim(object.meta_mut())))
-        .default_backoff()
-        .touched_objects();
+    let stream = reflector::reflector(writer, slim_watcher(api, config)).default_backoff().touched_objects();
     (reader, Box::pin(stream))
 }
 
@@ -85,8 +91,7 @@ pub async fn run_controller(
     let (blueprint_reader, blueprint_writer) = reflector::store::<Blueprint>();
     let blueprints = reflector::reflector(
         blueprint_writer,
-        watcher(Api::namespaced(c.clone(), &ns), watcher::Config::default())
-            .modify(|b: &mut Blueprint| slim(b.meta_mut())),
+        slim_watcher(Api::<Blueprint>::namespaced(c.clone(), &ns), watcher::Config::default()),
     )
     .default_backoff()
     .applied_objects()
