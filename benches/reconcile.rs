@@ -50,7 +50,7 @@ fn blueprint(size: Size, version: &str) -> Blueprint {
     .unwrap();
     Blueprint {
         metadata: ObjectMeta { name: Some("bench".into()), generation: Some(1), ..Default::default() },
-        spec: BlueprintBody { spec: Some(spec) },
+        spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
     }
 }

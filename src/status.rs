@@ -4,11 +4,14 @@
 //! on a stale Blueprint: nothing is written and its events are not published.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintManifest, BlueprintStatus, StateDiff};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, Patch, PatchParams};
-use serde::Serialize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use kube::api::{Patch, PatchParams};
+use kube::core::Request;
+use kube::{Client, Resource};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use blueprint_machine::objects::MANAGER;
@@ -189,10 +192,45 @@ pub fn merge_diff(before: &Value, after: &Value) -> Value {
     }
 }
 
-/// Sends the patch; returns the Blueprint as written.
-pub async fn write(api: &Api<Blueprint>, name: &str, patch: &StatusPatch<'_>) -> Result<Blueprint, kube::Error> {
+/// Sends the patch; the answer is the new `resourceVersion`.
+///
+/// The server answers with the whole Blueprint, field sets included: megabytes during a large
+/// install, decoded on every write only to be thrown away. So only the `resourceVersion` is decoded
+/// (serde skips the rest without building it); the caller knows the rest of what was written.
+pub async fn write(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    patch: &StatusPatch<'_>,
+) -> Result<Option<String>, kube::Error> {
     let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
-    api.patch_status(name, &params, &Patch::Merge(patch)).await
+    let mut request = Request::new(Blueprint::url_path(&(), Some(namespace)))
+        .patch_subresource("status", name, &params, &Patch::Merge(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("patch_status");
+    let answer: Answer = client.request(request).await?;
+    Ok(answer.metadata.resource_version)
+}
+
+/// The part of the server's answer to a status write that is read.
+#[derive(Deserialize)]
+struct Answer {
+    metadata: AnswerMetadata,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerMetadata {
+    resource_version: Option<String>,
+}
+
+/// The Blueprint as stored after a successful write of `wanted` over `before`. The write was
+/// conditional on `before`'s `resourceVersion`, so nothing else changed in between; and the patch makes
+/// the stored status equal to `wanted` (it is sent whole, or as the merge diff from `before`'s).
+/// Spec and status are shared, not copied.
+pub fn written(before: &Blueprint, wanted: &Arc<BlueprintStatus>, resource_version: Option<String>) -> Blueprint {
+    let metadata = ObjectMeta { resource_version, ..before.metadata.clone() };
+    Blueprint { metadata, spec: before.spec.clone(), status: Some(wanted.clone()) }
 }
 
 #[cfg(test)]

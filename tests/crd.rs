@@ -227,3 +227,37 @@ fn unknown_fields_are_what_the_schema_check_catches() {
             .is_valid(&serde_json::json!({"spec": {"displayName": "x", "blueprint": {"dogus": [{"version": "1"}]}}}))
     );
 }
+
+/// `Blueprint` is written by hand (see its doc) beside the derive's `BlueprintCrd`: on every
+/// compatibility document both decode to the same object and encode to the same JSON; the field sets
+/// are what `Blueprint` leaves out.
+#[test]
+fn the_reconciled_type_reads_and_writes_what_the_crd_type_does() {
+    use blueprint_machine::api::BlueprintCrd;
+
+    let dir = repository("tests/fixtures/compat");
+    let mut documents: Vec<Value> = std::fs::read_dir(&dir).unwrap().map(|e| yaml_file(&e.unwrap().path())).collect();
+    let mut with_field_sets = documents[0].clone();
+    with_field_sets["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": "blueprint-operator", "operation": "Update", "subresource": "status",
+        "apiVersion": "k8s.cloudogu.com/v2", "time": "2026-01-02T03:04:05Z",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:stateDiff": {".": {}}}}
+    }]);
+    documents.push(with_field_sets);
+    assert!(documents.len() >= 7);
+    for document in documents {
+        let ours: Blueprint = serde_json::from_value(document.clone()).unwrap();
+        let mut derived: BlueprintCrd = serde_json::from_value(document.clone()).unwrap();
+        for entry in derived.metadata.managed_fields.iter_mut().flatten() {
+            assert!(entry.fields_v1.take().is_some(), "the derive keeps the field sets");
+        }
+        assert_eq!(ours.metadata, derived.metadata);
+        assert_eq!(ours.spec, derived.spec);
+        assert_eq!(ours.status.as_deref(), derived.status.as_ref());
+        assert_eq!(serde_json::to_value(&ours).unwrap(), serde_json::to_value(&derived).unwrap());
+    }
+    // A document without metadata is refused by both.
+    let bare = serde_json::json!({"spec": {"displayName": "x"}});
+    assert!(serde_json::from_value::<Blueprint>(bare.clone()).is_err());
+    assert!(serde_json::from_value::<BlueprintCrd>(bare).is_err());
+}

@@ -2,6 +2,7 @@
 //! and the state the blueprint is in.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,7 @@ pub struct Decision {
     /// The complete status to write; `None` when nothing must be written (no Blueprint, or a
     /// situation in which no Blueprint may be touched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<BlueprintStatus>,
+    pub status: Option<Arc<BlueprintStatus>>,
     #[serde(default)]
     pub actions: Vec<Action>,
     #[serde(default)]

@@ -2,6 +2,7 @@
 //! health → references → state diff → gates → stages → conditions → events → requeue.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::api::{Blueprint, BlueprintManifest, BlueprintStatus, StateDiff};
 use crate::conditions::{self, Conditions, Status, reason};
@@ -84,7 +85,9 @@ pub fn record_failure(observation: &Observation, decision: &Decision, failure: &
         }
     };
     let message = format!("{context}: {}: {}", action.operation.object(), failure.message);
-    if let (Some(status), Some(blueprint)) = (decision.status.as_mut(), observation.blueprint.as_ref()) {
+    if let (Some(status), Some(blueprint)) =
+        (decision.status.as_mut().map(Arc::make_mut), observation.blueprint.as_ref())
+    {
         let stored = blueprint.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
         let mut conditions =
             Conditions::resume(stored, &status.conditions, observation.now.clone(), generation(blueprint));
@@ -149,7 +152,7 @@ impl<'o> Run<'o> {
     }
 
     fn stored_status(&self) -> Option<&'o BlueprintStatus> {
-        self.blueprint.status.as_ref()
+        self.blueprint.status.as_deref()
     }
 
     fn invalid(&mut self, why: &str, message: impl Into<String>) -> (State, Requeue) {
@@ -575,12 +578,12 @@ impl<'o> Run<'o> {
         }
         Decision {
             state,
-            status: Some(BlueprintStatus {
+            status: Some(Arc::new(BlueprintStatus {
                 conditions: self.conditions.into_vec(),
                 effective_blueprint: self.effective_blueprint,
                 state_diff: self.state_diff,
                 observed_generation: Some(self.generation),
-            }),
+            })),
             actions: self.actions,
             events,
             requeue,

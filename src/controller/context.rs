@@ -342,12 +342,11 @@ impl Context {
         let mut status_write = StatusWrite::Unchanged;
         if let (Some(blueprint), Some(wanted)) = (blueprint.as_deref(), written.status.as_ref()) {
             let version = blueprint.metadata.resource_version.clone().unwrap_or_default();
-            if let Some(patch) = status::status_patch(blueprint.status.as_ref(), wanted, &version) {
-                let api = Api::<Blueprint>::namespaced(self.client.clone(), &self.namespace);
-                status_write = match status::write(&api, name, &patch).await {
-                    Ok(written) => {
+            if let Some(patch) = status::status_patch(blueprint.status.as_deref(), wanted, &version) {
+                status_write = match status::write(&self.client, &self.namespace, name, &patch).await {
+                    Ok(resource_version) => {
                         self.metrics.status_writes.inc();
-                        self.remember_written(name, version, written);
+                        self.remember_written(name, version, status::written(blueprint, wanted, resource_version));
                         StatusWrite::Written
                     }
                     Err(kube::Error::Api(e)) if e.code == 409 => StatusWrite::Conflict,

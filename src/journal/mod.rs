@@ -83,7 +83,13 @@ pub fn redacted(mut observation: Observation) -> Observation {
     // tools' applied state); the machine reads none of them, nor the managed fields.
     blueprint.metadata.annotations = None;
     blueprint.metadata.managed_fields = None;
-    let config = blueprint.spec.spec.as_mut().and_then(|s| s.blueprint.as_mut()).and_then(|m| m.config.as_mut());
+    let config = blueprint
+        .spec
+        .spec
+        .as_mut()
+        .map(Arc::make_mut)
+        .and_then(|s| s.blueprint.as_mut())
+        .and_then(|m| m.config.as_mut());
     if let Some(config) = config {
         let entries =
             config.global.iter_mut().flatten().chain(config.dogus.iter_mut().flat_map(|d| d.values_mut().flatten()));

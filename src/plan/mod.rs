@@ -46,7 +46,7 @@ pub struct PlanOutput {
 #[derive(Serialize)]
 struct JsonPlan<'a> {
     state: State,
-    status: &'a Option<BlueprintStatus>,
+    status: Option<&'a BlueprintStatus>,
     actions: &'a [Action],
     events: &'a [Event],
     requeue: &'a Requeue,
@@ -61,7 +61,7 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
         Format::Json => {
             let plan = JsonPlan {
                 state: decision.state,
-                status: &decision.status,
+                status: decision.status.as_deref(),
                 actions: &decision.actions,
                 events: &decision.events,
                 requeue: &decision.requeue,

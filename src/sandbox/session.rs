@@ -281,8 +281,9 @@ impl Sandbox {
     /// The status of a condition of the Blueprint.
     pub fn condition(&self, name: &str, type_: &str) -> Option<(String, String)> {
         let blueprint = self.blueprint(name)?;
-        let condition = blueprint.status?.conditions.into_iter().find(|c| c.type_ == type_)?;
-        Some((condition.status, condition.reason))
+        let status = blueprint.status?;
+        let condition = status.conditions.iter().find(|c| c.type_ == type_)?;
+        Some((condition.status.clone(), condition.reason.clone()))
     }
 
     /// Waits (following rollouts) until `done` holds for the stored Blueprint, or `timeout` passes.

@@ -134,7 +134,7 @@ fn a_changed_decision_reads_as_what_changed() {
     let decision = record.decision.as_mut().unwrap();
     // What an older operator might have decided: Valid with another reason, one create less, a
     // different requeue.
-    let status = decision.status.as_mut().unwrap();
+    let status = std::sync::Arc::make_mut(decision.status.as_mut().unwrap());
     let valid = status.conditions.iter_mut().find(|c| c.type_ == "Valid").unwrap();
     valid.reason = "SomethingElse".into();
     let removed = decision.actions.iter().position(|a| a.operation.object() == "components/k8s-longhorn").unwrap();

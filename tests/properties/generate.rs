@@ -320,7 +320,7 @@ fn build(
             generation: Some(1),
             ..Default::default()
         },
-        spec: BlueprintBody { spec: Some(spec) },
+        spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
     };
 

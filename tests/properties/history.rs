@@ -514,7 +514,7 @@ fn simple(name: &str) -> &str {
 
 fn spec_mut(model: &mut Model) -> &mut BlueprintSpec {
     model.blueprint.metadata.generation = Some(model.blueprint.metadata.generation.unwrap_or(1) + 1);
-    model.blueprint.spec.spec.get_or_insert_with(Default::default)
+    std::sync::Arc::make_mut(model.blueprint.spec.spec.get_or_insert_with(Default::default))
 }
 
 /// A spec edit that keeps a reachable blueprint reachable: versions only go up, a dogu is removed

@@ -94,7 +94,7 @@ impl Model {
     }
 
     /// Stores the status a reconcile decided (the status write).
-    pub fn store_status(&mut self, status: Option<&BlueprintStatus>) {
+    pub fn store_status(&mut self, status: Option<&Arc<BlueprintStatus>>) {
         if let Some(status) = status {
             self.blueprint.status = Some(status.clone());
         }

@@ -64,7 +64,7 @@ fn condition_is(blueprint: &Blueprint, type_: &str, status: &str) -> bool {
 }
 
 fn conditions(sandbox: &Sandbox) -> String {
-    format!("{:#?}", sandbox.blueprint(NAME).and_then(|b| b.status).map(|s| s.conditions))
+    format!("{:#?}", sandbox.blueprint(NAME).and_then(|b| b.status).map(|s| s.conditions.clone()))
 }
 
 /// Metrics of the controller, by name (summing label sets) or `name{labels}`.
@@ -118,7 +118,7 @@ async fn a_fresh_install_completes_within_a_request_budget() {
     let done = sandbox.wait_until(NAME, LIMIT, completed).await;
     assert!(done.is_some(), "not completed: {}", conditions(&sandbox));
     let status = done.unwrap().status.unwrap();
-    assert!(status.state_diff.unwrap().is_empty());
+    assert!(status.state_diff.as_ref().unwrap().is_empty());
 
     // Every dogu and component of the blueprint exists, created once.
     for dogu in ["ldap", "postfix", "cas", "postgresql", "redmine", "nginx-ingress", "nginx-static"] {
@@ -353,7 +353,7 @@ async fn an_unhealthy_dogu_blocks_and_the_ecosystem_recovers() {
         !ecosystem_writes(&sandbox.emulator.requests()).iter().any(|w| w.contains("dogus")),
         "nothing is applied while unhealthy"
     );
-    let diff = blueprint.status.unwrap().state_diff.unwrap();
+    let diff = blueprint.status.unwrap().state_diff.clone().unwrap();
     assert_eq!(diff.dogu_diffs.len(), 7, "the diff is shown while blocked");
 
     // scm recovers (someone fixed it): the blueprint proceeds and completes.
@@ -368,11 +368,11 @@ async fn a_stopped_blueprint_shows_its_diff_and_writes_nothing() {
     let mut sandbox = fresh_recorded("stopped").await;
     sandbox.start_controller("0.1.0");
     let mut stopped = default_blueprint();
-    stopped.spec.spec.as_mut().unwrap().stopped = Some(true);
+    std::sync::Arc::make_mut(stopped.spec.spec.as_mut().unwrap()).stopped = Some(true);
     sandbox.apply_blueprint(&stopped).unwrap();
     let shown = sandbox.wait_until(NAME, LIMIT, |b| condition_is(b, "Completed", "False")).await.unwrap();
     tokio::time::sleep(Duration::from_secs(60)).await;
-    assert_eq!(shown.status.unwrap().state_diff.unwrap().dogu_diffs.len(), 7);
+    assert_eq!(shown.status.unwrap().state_diff.as_ref().unwrap().dogu_diffs.len(), 7);
     assert_eq!(ecosystem_writes(&sandbox.emulator.requests()), Vec::<String>::new());
     let stopped_events = sandbox.events().iter().filter(|(r, _)| r == "BlueprintStopped").count();
     assert_eq!(stopped_events, 1);

@@ -2,3 +2,4 @@
 
 pub mod e2e;
 pub mod emulator;
+pub mod status_write;

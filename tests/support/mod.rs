@@ -56,7 +56,7 @@ pub fn blueprint(spec_yaml: &str) -> Blueprint {
             generation: Some(1),
             ..Default::default()
         },
-        spec: BlueprintBody { spec: Some(spec) },
+        spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
     }
 }
@@ -216,12 +216,12 @@ impl Scenario {
     }
 
     pub fn with_status(mut self, status: BlueprintStatus) -> Self {
-        self.blueprint.as_mut().unwrap().status = Some(status);
+        self.blueprint.as_mut().unwrap().status = Some(status.into());
         self
     }
 
     pub fn with_conditions(self, conditions: Vec<Condition>) -> Self {
-        let mut status = self.blueprint.as_ref().unwrap().status.clone().unwrap_or_default();
+        let mut status = self.blueprint.as_ref().unwrap().status.as_deref().cloned().unwrap_or_default();
         status.conditions = conditions;
         self.with_status(status)
     }

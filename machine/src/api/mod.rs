@@ -4,6 +4,7 @@
 pub mod blueprint;
 pub mod component;
 pub mod dogu;
+mod meta;
 mod schema;
 
 pub use blueprint::*;
@@ -19,7 +20,7 @@ use kube_core::CustomResourceExt;
 /// `spec` is optional at the root (a spec-less Blueprint is stored by the API server, and the operator
 /// reports it as invalid instead of failing to decode it).
 pub fn blueprint_crd() -> CustomResourceDefinition {
-    let mut crd = with_list_kind(Blueprint::crd());
+    let mut crd = with_list_kind(BlueprintCrd::crd());
     for version in &mut crd.spec.versions {
         if let Some(root) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) {
             root.description = Some(
@@ -27,6 +28,8 @@ pub fn blueprint_crd() -> CustomResourceDefinition {
                     .into(),
             );
             root.required = None;
+            // Named after the kind, not after the derive's root type (see `Blueprint`).
+            root.title = Some("Blueprint".into());
         }
     }
     crd
