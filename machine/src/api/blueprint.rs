@@ -68,7 +68,8 @@ pub struct BlueprintBody {
 /// `flatten`, which first buffers every unknown key (`spec` among them) as untyped content and then
 /// decodes that again; and it keeps the managers' field sets. At a thousand dogus both together were
 /// 5 MiB of every watch event of a Blueprint. This type decodes `spec` and `status` straight into
-/// their types and skips the field sets (see `meta`).
+/// their types and skips the field sets (see `meta`). Spec and status are shared (`Arc`): the copies
+/// of a Blueprint the shell makes (the reflector's of every event, the one written) share them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Blueprint {
     pub metadata: ObjectMeta,
