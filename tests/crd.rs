@@ -7,7 +7,7 @@ use blueprint_machine::api::{Blueprint, blueprint_crd};
 use blueprint_operator::crd::{self, Which};
 use serde_json::Value;
 
-fn repository(path: &str) -> std::path::PathBuf {
+pub fn repository(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
@@ -127,7 +127,7 @@ fn pruned_fields(schema: &Value, value: &Value, path: &str, out: &mut Vec<String
     }
 }
 
-fn yaml_file(path: &Path) -> Value {
+pub fn yaml_file(path: &Path) -> Value {
     serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

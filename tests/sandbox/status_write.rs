@@ -5,23 +5,19 @@ use blueprint_machine::api::{Blueprint, BlueprintStatus};
 use blueprint_operator::status;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::emulator::emulator;
+use crate::crd::{repository, yaml_file};
 
 const NS: &str = "ecosystem";
-
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/compat/full-status.yaml");
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 #[tokio::test]
 async fn the_assumed_blueprint_after_a_status_write_is_the_stored_one() {
     let emulator = emulator();
     let client = emulator.client(NS);
     let api = Api::<Blueprint>::namespaced(client.clone(), NS);
-    let document = fixture();
+    let document = yaml_file(&repository("tests/fixtures/compat/full-status.yaml"));
     let name = document["metadata"]["name"].as_str().unwrap().to_owned();
     let mut object: Blueprint = serde_json::from_value(document.clone()).unwrap();
     object.status = None;
