@@ -178,22 +178,6 @@ async fn measure(case: &Case) -> Row {
         for line in status.lines().filter(|l| l.starts_with("Rss") || l.starts_with("Vm") || l.starts_with("Threads")) {
             eprintln!("{line}");
         }
-        // Where the resident memory is: the largest mappings (the binary's text, the heap arenas).
-        let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", operator.0.id())).unwrap_or_default();
-        let mut mappings: Vec<(u64, String)> = Vec::new();
-        let mut name = String::new();
-        for line in smaps.lines() {
-            if let Some(kib) = line.strip_prefix("Rss:") {
-                let kib = kib.trim().trim_end_matches(" kB").parse().unwrap_or(0);
-                mappings.push((kib, name.clone()));
-            } else if line.split_whitespace().next().is_some_and(|first| first.contains('-')) {
-                name = line.to_owned();
-            }
-        }
-        mappings.sort_by_key(|m| std::cmp::Reverse(m.0));
-        for (kib, mapping) in mappings.iter().take(8) {
-            eprintln!("{kib:>8} kB  {mapping}");
-        }
     }
     drop(operator);
     sandbox.shutdown().await;
