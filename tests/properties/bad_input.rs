@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::cases;
 use crate::support::{Scenario, component_cr, dogu_cr};
 
 const BLUEPRINT: &str = include_str!("../../examples/fresh-install/blueprint.yaml");
@@ -277,10 +278,6 @@ fn with_blueprint(blueprint: Blueprint) -> Scenario {
     let mut scenario = cluster();
     scenario.blueprint = Some(blueprint);
     scenario
-}
-
-fn cases(n: u32) -> ProptestConfig {
-    ProptestConfig { cases: super::scaled(n), failure_persistence: None, ..ProptestConfig::default() }
 }
 
 proptest! {

@@ -544,8 +544,13 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
             let floor = [Some(current), installed].into_iter().flatten().max_by_key(|v| version_index(v)).unwrap();
             let next = (version_index(&floor) + 1).min(VERSIONS.len() - 1);
             entry.version = Some(VERSIONS[next].to_owned());
-            // A mask version below the new one would ask for a downgrade: drop it.
-            masks_of(spec).retain(|m| simple(&m.name) != name || m.version.is_none());
+            // A mask version below the new one would ask for a downgrade: drop the version, but keep a
+            // mask that makes the dogu absent (dropping that entry would make it wanted again,
+            // perhaps without a dependency removed meanwhile: no longer reachable).
+            for mask in masks_of(spec).iter_mut().filter(|m| simple(&m.name) == name) {
+                mask.version = None;
+            }
+            masks_of(spec).retain(|m| simple(&m.name) != name || m.absent == Some(true));
         }
         Edit::Add { dogu } => {
             let name = DOGUS[*dogu];

@@ -14,20 +14,28 @@ use blueprint_machine::decision::{Decision, Operation};
 use blueprint_machine::model::{ComponentVersion, DoguVersion};
 use blueprint_machine::{Observation, State};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 use generate::{SECRET_VALUES, World};
 use model::Model;
 
 const REASON_PATTERN: &str = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
-/// `PROPTEST_SCALE` multiplies every property's cases (`make test-long` sets 100).
-fn scaled(cases: u32) -> u32 {
+/// Every property's configuration: `cases`, multiplied by `PROPTEST_SCALE` (`make test-long` sets
+/// 100). A failing case is printed with its seed and saved under `proptest-regressions/` (commit the
+/// file): every later run replays the saved seeds first, so a failure found once, by anyone, at any
+/// scale, fails every run until it is fixed.
+pub fn cases(cases: u32) -> ProptestConfig {
     let scale: u32 = std::env::var("PROPTEST_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
-    cases.saturating_mul(scale.max(1))
+    ProptestConfig {
+        cases: cases.saturating_mul(scale.max(1)),
+        failure_persistence: Some(Box::new(FileFailurePersistence::default())),
+        ..ProptestConfig::default()
+    }
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: scaled(256), failure_persistence: None, ..ProptestConfig::default() }
+    cases(256)
 }
 
 /// Checks what must hold for every decision, whatever the input.
@@ -294,7 +302,7 @@ fn end_in_the_same_cluster(
 }
 
 fn history_config() -> ProptestConfig {
-    ProptestConfig { cases: scaled(128), failure_persistence: None, ..ProptestConfig::default() }
+    cases(128)
 }
 
 proptest! {
