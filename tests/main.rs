@@ -6,6 +6,7 @@ mod journal;
 mod plan_cli;
 mod properties;
 mod registry;
+mod reliability;
 mod sandbox;
 mod shell;
 mod support;

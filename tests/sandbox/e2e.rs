@@ -21,7 +21,7 @@ pub fn default_blueprint() -> Blueprint {
     serde_saphyr::from_str(seed::DEFAULT_BLUEPRINT).unwrap()
 }
 
-fn blueprint(yaml: &str) -> Blueprint {
+pub fn blueprint(yaml: &str) -> Blueprint {
     serde_saphyr::from_str(yaml).unwrap()
 }
 
@@ -56,19 +56,19 @@ pub fn completed(blueprint: &Blueprint) -> bool {
     condition_is(blueprint, "Completed", "True")
 }
 
-fn condition_is(blueprint: &Blueprint, type_: &str, status: &str) -> bool {
+pub fn condition_is(blueprint: &Blueprint, type_: &str, status: &str) -> bool {
     blueprint.status.as_ref().is_some_and(|s| {
         s.observed_generation == blueprint.metadata.generation
             && s.conditions.iter().any(|c| c.type_ == type_ && c.status == status)
     })
 }
 
-fn conditions(sandbox: &Sandbox) -> String {
+pub fn conditions(sandbox: &Sandbox) -> String {
     format!("{:#?}", sandbox.blueprint(NAME).and_then(|b| b.status).map(|s| s.conditions.clone()))
 }
 
 /// Metrics of the controller, by name (summing label sets) or `name{labels}`.
-fn metric(sandbox: &Sandbox, prefix: &str) -> f64 {
+pub fn metric(sandbox: &Sandbox, prefix: &str) -> f64 {
     sandbox
         .metrics
         .encode()

@@ -2,6 +2,7 @@
 
 use crate::model::{Config, ConfigEntry, ParsedBlueprint, QuantityFormat, TargetComponent, TargetDogu};
 use crate::problem::Problem;
+use crate::registry_config;
 
 /// The deploy-config keys a component's CR can carry.
 const DEPLOY_CONFIG_KEYS: [&str; 2] = ["deployNamespace", "overwriteConfig"];
@@ -112,6 +113,7 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     if entry.key.is_empty() {
         problems.push(Problem::new("key for config should not be empty"));
     }
+    problems.extend(writable_key_problem(entry));
     if entry.absent {
         if entry.value.is_some() || entry.secret_ref.is_some() {
             problems.push(Problem::new("absent entries cannot have value or secretRef"));
@@ -142,6 +144,7 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     if entry.key.is_empty() {
         problems.push(Problem::new("key for global config should not be empty"));
     }
+    problems.extend(writable_key_problem(entry));
     if entry.sensitive || entry.secret_ref.is_some() {
         problems.push(Problem::new("global entries cannot be sensitive"));
     }
@@ -152,6 +155,15 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
         problems.push(missing_value(entry.key));
     }
     problems
+}
+
+/// A key that is to be written must be one the registry format can hold and the operator can read back
+/// (an empty key is reported on its own).
+fn writable_key_problem(entry: &ConfigEntry) -> Option<Problem> {
+    if entry.absent || entry.key.is_empty() {
+        return None;
+    }
+    registry_config::check_writable(entry.key).err().map(|e| Problem::new(e.to_string()))
 }
 
 fn missing_value(key: &str) -> Problem {

@@ -1,0 +1,4 @@
+//! Regression tests of the reliability and security review (tried as a hostile user and as a faulty
+//! cluster would): one module per finding. Each test failed before its fix.
+
+mod config_depth;
