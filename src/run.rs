@@ -23,13 +23,23 @@ pub fn client(config: kube::Config, metrics: Arc<Metrics>) -> Result<kube::Clien
     Ok(ClientBuilder::try_from(config)?.with_layer(&counting).build())
 }
 
-/// Resolves on SIGTERM or SIGINT.
+/// Resolves on SIGTERM or SIGINT. A second signal ends the process at once (exit code 130), whatever
+/// it is doing.
 pub async fn termination() {
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT can be handled");
     tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight reconciles"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: finishing in-flight reconciles"),
+        _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight reconciles (a second signal stops at once)"),
+        _ = interrupt.recv() => tracing::info!("interrupted: finishing in-flight reconciles (a second signal stops at once)"),
     }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        tracing::warn!("second signal: stopping now");
+        std::process::exit(130);
+    });
 }
 
 pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {

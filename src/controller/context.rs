@@ -81,6 +81,34 @@ pub struct Context {
     written: Mutex<HashMap<String, (String, Arc<Blueprint>)>>,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
     journal: Option<Arc<JournalWriter>>,
+    /// Reconciles running now: a shutdown waits for them, and only for them.
+    pub in_flight: InFlight,
+}
+
+/// Counts the reconciles in flight.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl InFlight {
+    /// Counts one reconcile until the guard is dropped.
+    pub fn enter(&self) -> InFlightGuard {
+        self.0.send_modify(|n| *n += 1);
+        InFlightGuard(self.0.clone())
+    }
+
+    /// Resolves when no reconcile is in flight.
+    pub async fn idle(&self) {
+        let mut receiver = self.0.subscribe();
+        let _ = receiver.wait_for(|n| *n == 0).await;
+    }
+}
+
+pub struct InFlightGuard(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 /// How the status write went.
@@ -134,7 +162,13 @@ pub enum ReconcileError {
     ReadSecret(#[source] kube::Error),
     #[error("the caches stopped before they were filled")]
     CachesStopped,
+    #[error("the caches are not filled after {0:?}: the API server cannot be listed (see the watcher errors)")]
+    CachesNotFilled(Duration),
 }
+
+/// How long a reconcile waits for the caches to be filled before it gives up (and is retried with
+/// backoff): deciding on an unfilled cache would mean deciding on a cluster without those objects.
+pub const CACHE_WAIT: Duration = Duration::from_secs(30);
 
 impl Context {
     pub fn new(
@@ -161,6 +195,7 @@ impl Context {
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
             journal: None,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -298,7 +333,9 @@ impl Context {
     }
 
     async fn reconcile_inner(&self, name: &str) -> Result<Outcome, ReconcileError> {
-        self.stores.ready().await?;
+        tokio::time::timeout(CACHE_WAIT, self.stores.ready())
+            .await
+            .map_err(|_| ReconcileError::CachesNotFilled(CACHE_WAIT))??;
         let blueprint = self.blueprint(name);
         let observation = self.observe(blueprint.clone()).await?;
         let decision = blueprint_machine::reconcile(&observation);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 use kube::api::Api;
@@ -76,7 +76,14 @@ where
     (reader, Box::pin(stream))
 }
 
-/// Runs the controller until `shutdown` resolves; in-flight reconciles finish first.
+/// How long in-flight reconciles may take to finish once a shutdown began (less than Kubernetes'
+/// default grace period of 30 s, which also has to cover releasing the Lease). kube-runtime's
+/// controller does not end before its Blueprint cache is filled, and a reconcile waits for the caches:
+/// without this bound a shutdown while the API server cannot be listed would never end.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+/// Runs the controller until `shutdown` resolves; in-flight reconciles finish first, for at most
+/// [`SHUTDOWN_GRACE`].
 pub async fn run_controller(
     client: Client,
     options: Options,
@@ -131,6 +138,7 @@ pub async fn run_controller(
         context = context.with_clock(move || clock());
     }
     let context = Arc::new(context);
+    let in_flight = context.in_flight.clone();
 
     // Ready once every cache has listed its objects.
     tokio::spawn({
@@ -185,7 +193,8 @@ pub async fn run_controller(
         }
     };
 
-    Controller::for_stream(blueprints, blueprint_reader)
+    let shutdown = shutdown.shared();
+    let controller = Controller::for_stream(blueprints, blueprint_reader)
         .with_config(ControllerConfig::default().debounce(options.debounce))
         .watches_stream(dogu_changes, on_change)
         .watches_stream(component_changes, on_component)
@@ -193,14 +202,25 @@ pub async fn run_controller(
         .watches_stream(health_changes, on_health)
         .watches_stream(sensitive_changes, on_sensitive)
         .watches_stream(secret_changes, on_secret)
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(shutdown.clone())
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "controller event");
             }
-        })
-        .await;
+        });
+    // Once the shutdown began: stop when no reconcile is in flight, or after the grace period.
+    let deadline = async move {
+        shutdown.await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, in_flight.idle()).await;
+    };
+    tokio::select! {
+        () = controller => {}
+        () = deadline => tracing::warn!(
+            grace = ?SHUTDOWN_GRACE,
+            "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
+        ),
+    }
 }
 
 async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<Action, Infallible> {
@@ -214,6 +234,7 @@ async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<A
         status = tracing::field::Empty,
     );
     async move {
+        let _busy = context.in_flight.enter();
         let outcome = context.reconcile(&name).await;
         let span = tracing::Span::current();
         if let Some(decision) = outcome.final_decision() {

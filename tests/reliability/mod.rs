@@ -2,3 +2,4 @@
 //! cluster would): one module per finding. Each test failed before its fix.
 
 mod config_depth;
+mod shutdown;
