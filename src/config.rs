@@ -5,6 +5,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::controller::Debounce;
 use crate::registry::{CacheSettings, RemoteSettings, UrlSchema};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
@@ -29,8 +30,10 @@ pub struct Settings {
     /// A level (`debug`, `info`, ...) or a tracing filter directive (`LOG_LEVEL`, default `info`).
     pub log_level: String,
     pub log_format: LogFormat,
-    /// Trailing-edge debounce of reconcile triggers (`DEBOUNCE_WINDOW`, default 1s).
-    pub debounce: Duration,
+    /// Trailing-edge debounce of reconcile triggers: `DEBOUNCE_WINDOW` (default 1s, at most
+    /// [`MAX_DEBOUNCE_WINDOW`]) after the last trigger, `DEBOUNCE_MAX_DELAY` (default 5s or the window,
+    /// at most [`MAX_DEBOUNCE_DELAY`]) after the first at the latest.
+    pub debounce: Debounce,
     /// The running operator's version (`OPERATOR_VERSION`, default: the build's version).
     pub operator_version: String,
     /// The remote dogu registry (`DOGU_REGISTRY_*`, `PROXY_URL`); without an endpoint, only the local
@@ -50,6 +53,11 @@ pub struct Settings {
 
 pub const LEASE_NAME: &str = "k8s-blueprint-operator-leader";
 
+/// A longer window would hold every change for longer than anyone waits for an operator to react.
+pub const MAX_DEBOUNCE_WINDOW: Duration = Duration::from_secs(60);
+/// The longest a change may wait for its reconcile while other changes keep coming.
+pub const MAX_DEBOUNCE_DELAY: Duration = Duration::from_secs(600);
+
 impl Settings {
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
@@ -68,12 +76,7 @@ impl Settings {
                 });
             }
         };
-        let debounce = match lookup("DEBOUNCE_WINDOW") {
-            None => Duration::from_secs(1),
-            Some(text) => {
-                parse_duration(&text).map_err(|problem| SettingsError::Invalid { name: "DEBOUNCE_WINDOW", problem })?
-            }
-        };
+        let debounce = debounce(&lookup)?;
         let address = |name: &'static str, default: &str| -> Result<SocketAddr, SettingsError> {
             let text = lookup(name).unwrap_or_else(|| default.to_owned());
             // Upstream's flags accept ":8080" for all interfaces.
@@ -129,6 +132,34 @@ impl Settings {
                 .or_else(|| lookup("HOSTNAME"))
                 .unwrap_or_else(|| format!("k8s-blueprint-operator-{}", std::process::id())),
         })
+    }
+}
+
+fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
+    let bounded = |name: &'static str, default: Duration, min: Duration, max: Duration| match lookup(name) {
+        None => Ok(default),
+        Some(text) => {
+            let value = parse_duration(&text).map_err(|problem| SettingsError::Invalid { name, problem })?;
+            if value > max || value < min {
+                return Err(SettingsError::Invalid {
+                    name,
+                    problem: format!("{text:?} is outside {} to {}", show(min), show(max)),
+                });
+            }
+            Ok(value)
+        }
+    };
+    let window = bounded("DEBOUNCE_WINDOW", Duration::from_secs(1), Duration::ZERO, MAX_DEBOUNCE_WINDOW)?;
+    let max_delay = bounded("DEBOUNCE_MAX_DELAY", Debounce::window(window).max_delay, window, MAX_DEBOUNCE_DELAY)?;
+    Ok(Debounce { window, max_delay })
+}
+
+/// A duration as the settings are written (`0s`, `500ms`, `1m`).
+fn show(duration: Duration) -> String {
+    match duration.as_millis() {
+        ms if ms % 60_000 == 0 && ms > 0 => format!("{}m", ms / 60_000),
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{ms}ms"),
     }
 }
 
@@ -202,7 +233,7 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let s = settings(&[("NAMESPACE", "ecosystem")]).unwrap();
-        assert_eq!(s.debounce, Duration::from_secs(1));
+        assert_eq!(s.debounce, Debounce { window: Duration::from_secs(1), max_delay: Duration::from_secs(5) });
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.metrics_address.port(), 8080);
         assert!(s.leader_election);
@@ -215,7 +246,7 @@ mod tests {
             ("DOGU_REGISTRY_URLSCHEMA", "index"),
         ])
         .unwrap();
-        assert_eq!(s.debounce, Duration::from_millis(250));
+        assert_eq!(s.debounce.window, Duration::from_millis(250));
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.metrics_address.port(), 9090);
         assert!(!s.leader_election);
@@ -252,6 +283,27 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+    }
+
+    /// The finding: `DEBOUNCE_WINDOW=3000000000000000h` was accepted, and the operator never reconciled
+    /// again.
+    #[test]
+    fn absurd_debounce_settings_stop_the_start() {
+        let error = settings(&[("NAMESPACE", "x"), ("DEBOUNCE_WINDOW", "3000000000000000h")]).unwrap_err();
+        assert!(error.to_string().starts_with("environment variable DEBOUNCE_WINDOW is invalid"), "{error}");
+        let error = settings(&[("NAMESPACE", "x"), ("DEBOUNCE_WINDOW", "2m")]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable DEBOUNCE_WINDOW is invalid: \"2m\" is outside 0s to 1m",
+            "{error}"
+        );
+        let error =
+            settings(&[("NAMESPACE", "x"), ("DEBOUNCE_WINDOW", "2s"), ("DEBOUNCE_MAX_DELAY", "1s")]).unwrap_err();
+        assert!(error.to_string().contains("DEBOUNCE_MAX_DELAY") && error.to_string().contains("2s to 10m"), "{error}");
+        let s = settings(&[("NAMESPACE", "x"), ("DEBOUNCE_WINDOW", "10s")]).unwrap();
+        assert_eq!(s.debounce.max_delay, Duration::from_secs(10), "the default delay is at least the window");
+        let s = settings(&[("NAMESPACE", "x"), ("DEBOUNCE_MAX_DELAY", "30s")]).unwrap();
+        assert_eq!(s.debounce, Debounce { window: Duration::from_secs(1), max_delay: Duration::from_secs(30) });
     }
 
     #[test]

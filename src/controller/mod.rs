@@ -3,6 +3,8 @@
 
 pub mod backoff;
 pub mod context;
+pub mod debounce;
+pub mod triggers;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,8 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectM
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, predicates, watcher};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
@@ -26,17 +28,20 @@ use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::health::HEALTH_CONFIG_MAP;
 
 pub use context::{Context, Outcome, StatusWrite, Stores};
+pub use debounce::Debounce;
+
+use debounce::Debounced;
+use triggers::{Events, Targets};
 
 use crate::journal::JournalWriter;
 use crate::metrics::Metrics;
-use crate::observe::config_kind;
 use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 
 /// What a controller needs besides its client.
 pub struct Options {
     pub namespace: String,
     pub operator_version: String,
-    pub debounce: Duration,
+    pub debounce: Debounce,
     /// The remote dogu registry, asked when the local one lacks a descriptor.
     pub registry: Option<RemoteRegistry>,
     pub descriptor_cache: CacheSettings,
@@ -45,8 +50,6 @@ pub struct Options {
     /// The clock of observations; default: the wall clock.
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
-
-type Trigger<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
 
 /// Keeps of an object's `managedFields` only the newest time (a config object's "last updated", see
 /// `observe`). The field sets (`fieldsV1`) are most of a cached object's memory and are never read.
@@ -65,15 +68,16 @@ where
     watcher(api, config).modify(|object| slim(object.meta_mut()))
 }
 
-/// A reflector store of `api`, and the stream of changes that keeps it current (it must be polled).
-fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Trigger<K>)
+/// A reflector store of `api`, and the stream of its watch events that keeps it current (it must be
+/// polled).
+fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Events<K>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, slim_watcher(api, config)).default_backoff().touched_objects();
-    (reader, Box::pin(stream))
+    let stream = reflector::reflector(writer, slim_watcher(api, config)).default_backoff();
+    (reader, stream.boxed())
 }
 
 /// How long in-flight reconciles may take to finish once a shutdown began (less than Kubernetes'
@@ -94,16 +98,8 @@ pub async fn run_controller(
     let namespace = options.namespace.clone();
     let (c, ns) = (client.clone(), namespace.clone());
 
-    // The main stream: Blueprints. Status-only updates (our own writes) do not trigger.
-    let (blueprint_reader, blueprint_writer) = reflector::store::<Blueprint>();
-    let blueprints = reflector::reflector(
-        blueprint_writer,
-        slim_watcher(Api::<Blueprint>::namespaced(c.clone(), &ns), watcher::Config::default()),
-    )
-    .default_backoff()
-    .applied_objects()
-    .predicate_filter(predicates::generation, Default::default());
-
+    let (blueprint_reader, blueprint_changes) =
+        reflect(Api::<Blueprint>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (dogus, dogu_changes) = reflect(Api::<Dogu>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =
         reflect(Api::<Component>::namespaced(c.clone(), &ns), watcher::Config::default());
@@ -151,64 +147,33 @@ pub async fn run_controller(
         }
     });
 
-    let every_blueprint = {
-        let reader = blueprint_reader.clone();
-        move || reader.state().iter().map(|b| ObjectRef::from_obj(b.as_ref())).collect::<Vec<_>>()
-    };
-    let on_change = {
-        let every = every_blueprint.clone();
-        move |_: Dogu| every()
-    };
-    let on_component = {
-        let every = every_blueprint.clone();
-        move |_: Component| every()
-    };
-    // Only config ConfigMaps trigger: the local dogu registry's (also `app=ces`) change when
-    // descriptors are cached, which changes no decision.
-    let on_config_map = {
-        let every = every_blueprint.clone();
-        move |config_map: ConfigMap| {
-            if config_kind(&config_map.metadata).is_some() { every() } else { Vec::new() }
-        }
-    };
-    let on_health = {
-        let every = every_blueprint.clone();
-        move |_: ConfigMap| every()
-    };
-    let on_sensitive = {
-        let every = every_blueprint.clone();
-        move |_: Secret| every()
-    };
-    // A Secret triggers only the Blueprints that reference it.
-    let on_secret = {
-        let reader = blueprint_reader.clone();
-        move |secret: PartialObjectMeta<Secret>| {
-            let name = secret.name_any();
-            reader
-                .state()
-                .iter()
-                .filter(|b| blueprint_machine::referenced_secrets(b).contains(&name))
-                .map(|b| ObjectRef::from_obj(b.as_ref()))
-                .collect::<Vec<_>>()
-        }
-    };
+    // Every change that concerns a Blueprint, through one bounded debounce.
+    let targets = Targets::new(blueprint_reader.clone());
+    let all = futures::stream::select_all([
+        triggers::blueprint_triggers(blueprint_changes, targets.clone()),
+        triggers::every_blueprint(dogu_changes, targets.clone(), triggers::any_dogu),
+        triggers::every_blueprint(component_changes, targets.clone(), triggers::any_component),
+        triggers::every_blueprint(config_map_changes, targets.clone(), triggers::config_object),
+        triggers::every_blueprint(health_changes, targets.clone(), triggers::any_config_map),
+        triggers::every_blueprint(sensitive_changes, targets.clone(), triggers::any_secret),
+        triggers::secret_triggers(secret_changes, targets),
+    ]);
+    let reconcile_requests = Debounced::new(all, options.debounce);
 
     let shutdown = shutdown.shared();
-    let controller = Controller::for_stream(blueprints, blueprint_reader)
-        .with_config(ControllerConfig::default().debounce(options.debounce))
-        .watches_stream(dogu_changes, on_change)
-        .watches_stream(component_changes, on_component)
-        .watches_stream(config_map_changes, on_config_map)
-        .watches_stream(health_changes, on_health)
-        .watches_stream(sensitive_changes, on_sensitive)
-        .watches_stream(secret_changes, on_secret)
-        .graceful_shutdown_on(shutdown.clone())
-        .run(reconcile, error_policy, context)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "controller event");
-            }
-        });
+    // The Blueprints' own watch events reach the controller through `reconcile_requests` (which
+    // polls the reflector), so its main stream is empty; kube's debounce is off (ours is bounded).
+    let controller =
+        Controller::for_stream(futures::stream::pending::<Result<Blueprint, watcher::Error>>(), blueprint_reader)
+            .with_config(ControllerConfig::default())
+            .reconcile_on(reconcile_requests)
+            .graceful_shutdown_on(shutdown.clone())
+            .run(reconcile, error_policy, context)
+            .for_each(|result| async move {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "controller event");
+                }
+            });
     // Once the shutdown began: stop when no reconcile is in flight, or after the grace period.
     let deadline = async move {
         shutdown.await;

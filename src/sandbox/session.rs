@@ -205,7 +205,7 @@ impl Sandbox {
         let options = Options {
             namespace: self.namespace.clone(),
             operator_version: version.to_owned(),
-            debounce: self.debounce,
+            debounce: controller::Debounce::window(self.debounce),
             registry: Some(self.registry_client()),
             descriptor_cache: CacheSettings::default(),
             journal: self.journal.clone(),

@@ -2,4 +2,5 @@
 //! cluster would): one module per finding. Each test failed before its fix.
 
 mod config_depth;
+mod debounce;
 mod shutdown;
