@@ -175,6 +175,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             operator: blueprint_machine::observation::OperatorFacts::new("ecosystem", None),
             blueprint: Some(std::sync::Arc::new(blueprint)),
             blueprint_count: 1,
+            other_blueprints: Vec::new(),
             dogus: vec![],
             components: vec![],
             global_config: Default::default(),

@@ -27,12 +27,16 @@ pub mod reason {
     pub const MISSING_CONFIG_REFERENCES: &str = "MissingConfigReferences";
     /// Ours: an object the blueprint concerns exists but cannot be read.
     pub const INVALID_CLUSTER_STATE: &str = "InvalidClusterState";
+    /// Ours: more than one Blueprint in the namespace, so none is processed.
+    pub const MULTIPLE_BLUEPRINTS: &str = "MultipleBlueprints";
     pub const HEALTHY: &str = "Healthy";
     pub const UNHEALTHY: &str = "Unhealthy";
     pub const CANNOT_CHECK_HEALTH: &str = "CannotCheckHealth";
     pub const AWAIT_SELF_UPGRADE: &str = "AwaitSelfUpgrade";
     pub const COMPLETED: &str = "Completed";
     pub const STATE_DIFF_HAS_CHANGES: &str = "StateDiffHasChanges";
+    /// Ours: this generation did not get as far as the completion check (see the message).
+    pub const NOT_EVALUATED: &str = "NotEvaluated";
     pub const APPLY_SUCCEEDED: &str = "ApplySucceeded";
     pub const CONFIG_APPLY_FAILURE: &str = "ConfigApplyFailure";
     pub const COMPONENT_APPLY_FAILURE: &str = "ComponentApplyFailure";

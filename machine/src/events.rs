@@ -10,6 +10,7 @@ pub mod reason {
     pub const BLUEPRINT_SPEC_INVALID: &str = "BlueprintSpecInvalid";
     pub const MISSING_CONFIG_REFERENCES: &str = "MissingConfigReferences";
     pub const INVALID_CLUSTER_STATE: &str = "InvalidClusterState";
+    pub const MULTIPLE_BLUEPRINTS: &str = "MultipleBlueprints";
     pub const STATE_DIFF_DETERMINED: &str = "StateDiffDetermined";
     pub const STATE_DIFF_COMPONENT_DETERMINED: &str = "StateDiffComponentDetermined";
     pub const ECOSYSTEM_HEALTHY: &str = "EcosystemHealthy";

@@ -28,6 +28,9 @@ pub struct Observation {
     pub blueprint: Option<Arc<Blueprint>>,
     /// How many Blueprints exist in the namespace (only one is allowed).
     pub blueprint_count: usize,
+    /// The names of the other Blueprints of the namespace (to name them when there is more than one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_blueprints: Vec<String>,
     #[serde(default)]
     pub dogus: Vec<Arc<Dogu>>,
     #[serde(default)]

@@ -33,17 +33,13 @@ pub fn reconcile(observation: &Observation) -> Decision {
             requeue: Requeue::AwaitChange,
         };
     };
-    if observation.blueprint_count > 1 {
-        // Which one would win is not ours to guess: touch neither, and look again later.
-        return Decision {
-            state: State::MultipleBlueprints,
-            status: None,
-            actions: Vec::new(),
-            events: Vec::new(),
-            requeue: Requeue::after(10, "more than one Blueprint in the namespace; only one is allowed"),
-        };
-    }
     let mut run = Run::new(observation, blueprint);
+    if observation.blueprint_count > 1 {
+        // Which one would win is not ours to guess: touch nothing, and say so on every Blueprint. The
+        // deletion of a Blueprint triggers the others.
+        let (state, requeue) = run.multiple_blueprints();
+        return run.finish(state, requeue);
+    }
     let (state, requeue) = run.evaluate();
     run.finish(state, requeue)
 }
@@ -158,6 +154,35 @@ impl<'o> Run<'o> {
     fn invalid(&mut self, why: &str, message: impl Into<String>) -> (State, Requeue) {
         self.conditions.set(conditions::VALID, Status::False, why, message);
         (State::Invalid, Requeue::AwaitChange)
+    }
+
+    fn multiple_blueprints(&mut self) -> (State, Requeue) {
+        let observation = self.observation;
+        let mut names: Vec<&str> = observation.other_blueprints.iter().map(String::as_str).collect();
+        names.extend(self.blueprint.metadata.name.as_deref());
+        names.sort_unstable();
+        let listed =
+            if names.len() == observation.blueprint_count { format!(" ({})", names.join(", ")) } else { String::new() };
+        self.conditions.set(
+            conditions::EXECUTABLE,
+            Status::False,
+            reason::MULTIPLE_BLUEPRINTS,
+            format!(
+                "{} Blueprints in namespace {}{listed}: only one Blueprint per namespace is processed, so none is; delete all but one",
+                observation.blueprint_count, observation.operator.namespace
+            ),
+        );
+        // Not even the generation completed before is kept applied while no Blueprint is processed.
+        self.conditions.set(
+            conditions::COMPLETED,
+            Status::Unknown,
+            reason::NOT_EVALUATED,
+            format!(
+                "generation {} is not kept applied: more than one Blueprint in the namespace (see Executable)",
+                self.generation
+            ),
+        );
+        (State::MultipleBlueprints, Requeue::AwaitChange)
     }
 
     fn evaluate(&mut self) -> (State, Requeue) {
@@ -531,7 +556,34 @@ impl<'o> Run<'o> {
         self.actions.len() - before
     }
 
+    /// `Completed` must not claim anything for a generation that did not get as far as the completion
+    /// check (the printer column showed `True` while a newer generation was not executable).
+    fn completion_not_evaluated(&mut self, state: State) {
+        let fresh =
+            self.conditions.get(conditions::COMPLETED).is_some_and(|c| c.observed_generation == Some(self.generation));
+        if fresh {
+            return;
+        }
+        let why = match state {
+            State::Invalid => "the blueprint is invalid (see Valid)",
+            State::ValidationPending => "the blueprint cannot be validated yet (see Valid)",
+            State::NotExecutable => "the blueprint cannot be applied (see Executable)",
+            State::MultipleBlueprints => "more than one Blueprint in the namespace (see Executable)",
+            State::Stopped => "the blueprint is stopped (spec.stopped)",
+            State::AwaitingHealth => "the ecosystem is not healthy (see EcosystemHealthy)",
+            State::SelfUpgrading => "the operator is upgrading itself (see SelfUpgradeCompleted)",
+            _ => "not evaluated",
+        };
+        self.conditions.set(
+            conditions::COMPLETED,
+            Status::Unknown,
+            reason::NOT_EVALUATED,
+            format!("generation {} is not applied: {why}", self.generation),
+        );
+    }
+
     fn finish(mut self, state: State, requeue: Requeue) -> Decision {
+        self.completion_not_evaluated(state);
         // Two kinds of events: problems (an invalid or not executable blueprint) are reported whenever the
         // problem changes, so that a new error is seen; states (healthy, self-upgrade, completed) only
         // when the condition's status transitions.
@@ -559,6 +611,7 @@ impl<'o> Run<'o> {
             let reason = match c.get(conditions::EXECUTABLE).map(|c| c.reason.as_str()) {
                 Some(reason::MISSING_CONFIG_REFERENCES) => event::MISSING_CONFIG_REFERENCES,
                 Some(reason::INVALID_CLUSTER_STATE) => event::INVALID_CLUSTER_STATE,
+                Some(reason::MULTIPLE_BLUEPRINTS) => event::MULTIPLE_BLUEPRINTS,
                 _ => event::BLUEPRINT_SPEC_INVALID,
             };
             events.push(events::warning(reason, message(c, conditions::EXECUTABLE)));

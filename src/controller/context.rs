@@ -266,11 +266,18 @@ impl Context {
             DescriptorEntry { name, version, lookup }
         }))
         .await;
+        let own_name = blueprint.as_deref().and_then(|b| b.metadata.name.clone());
+        let other_blueprints = blueprints
+            .iter()
+            .filter_map(|b| b.metadata.name.clone())
+            .filter(|other| Some(other) != own_name.as_ref())
+            .collect();
         let snapshot = Snapshot {
             now: self.now(),
             operator: OperatorFacts::new(self.namespace.clone(), Some(self.operator_version.clone())),
             blueprint,
             blueprint_count: blueprints.len(),
+            other_blueprints,
             dogus,
             components,
             config_maps: config_maps

@@ -129,6 +129,8 @@ pub struct Snapshot<'a> {
     /// The cluster's objects, shared with the caches they come from (the observation keeps them).
     pub blueprint: Option<Arc<Blueprint>>,
     pub blueprint_count: usize,
+    /// The names of the namespace's other Blueprints.
+    pub other_blueprints: Vec<String>,
     pub dogus: Vec<Arc<Dogu>>,
     pub components: Vec<Arc<Component>>,
     pub config_maps: Vec<&'a ConfigMap>,
@@ -171,6 +173,7 @@ impl Snapshot<'_> {
             operator: self.operator.clone(),
             blueprint: self.blueprint.clone(),
             blueprint_count: self.blueprint_count,
+            other_blueprints: self.other_blueprints.clone(),
             dogus: self.dogus.clone(),
             components: self.components.clone(),
             global_config,

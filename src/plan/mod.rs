@@ -156,6 +156,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         operator: OperatorFacts::new(namespace.clone(), args.operator_version.clone()),
         blueprint: Some(Arc::new(blueprint)),
         blueprint_count: names.len(),
+        other_blueprints: names.iter().filter(|other| **other != name.as_str()).map(|n| n.to_string()).collect(),
         dogus,
         components,
         config_maps,

@@ -100,15 +100,41 @@ fn case_77_applying_never_completes_in_the_same_reconcile() {
     assert_eq!(decision.requeue, Requeue::after(1, "dogus applied; re-evaluate"));
 }
 
+/// Amended (docs/differences.md, more than one Blueprint): neither is processed, as upstream, but each
+/// says why in a condition and one event (upstream only logs and polls every 10 s), `Completed` claims
+/// nothing for the generation, and the deletion of a Blueprint triggers the others (no polling).
 #[test]
 fn case_78_two_blueprints_are_both_left_alone() {
-    let mut scenario = Scenario::new(INSTALL_NEXUS);
+    // Completed for generation 2, then a spec change (generation 3) while a second Blueprint exists.
+    let completed = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").with_generation(2);
+    let decision = completed.decide();
+    assert_eq!(cond(&decision, "Completed"), pair("True", "Completed"));
+    let mut scenario = completed.after(&decision).with_generation(3);
     scenario.blueprint_count = 2;
+    scenario.other_blueprints = vec!["blueprint-other".into()];
     let decision = scenario.decide();
     assert_eq!(decision.state, State::MultipleBlueprints);
-    assert_eq!(decision.status, None);
-    assert!(decision.actions.is_empty() && decision.events.is_empty());
-    assert_eq!(decision.requeue, Requeue::after(10, "more than one Blueprint in the namespace; only one is allowed"));
+    assert!(decision.actions.is_empty());
+    assert_eq!(decision.requeue, Requeue::AwaitChange);
+    assert_eq!(cond(&decision, "Executable"), pair("False", "MultipleBlueprints"));
+    assert_eq!(
+        message(&decision, "Executable"),
+        "2 Blueprints in namespace ecosystem (blueprint-other, test-blueprint): only one Blueprint per namespace is processed, so none is; delete all but one"
+    );
+    assert_eq!(cond(&decision, "Completed"), pair("Unknown", "NotEvaluated"));
+    assert_eq!(event_reasons(&decision), ["MultipleBlueprints"]);
+    assert_eq!(
+        message(&decision, "Completed"),
+        "generation 3 is not kept applied: more than one Blueprint in the namespace (see Executable)"
+    );
+    let status = decision.status.as_ref().unwrap();
+    assert_eq!(status.observed_generation, Some(3));
+    assert_eq!(condition(&decision, "Valid").observed_generation, Some(2), "not evaluated again");
+    assert_eq!((&status.state_diff, &status.effective_blueprint), (&None, &None), "nothing was evaluated");
+
+    // Reconciled again while nothing changed: no second event.
+    let again = scenario.after(&decision).decide();
+    assert!(again.events.is_empty(), "{:?}", again.events);
 }
 
 #[test]

@@ -82,6 +82,7 @@ impl Model {
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
             blueprint: Some(Arc::new(self.blueprint.clone())),
             blueprint_count: 1,
+            other_blueprints: Vec::new(),
             dogus: self.dogus.values().cloned().map(Arc::new).collect(),
             components: self.components.values().cloned().map(Arc::new).collect(),
             global_config: self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default(),

@@ -3,4 +3,5 @@
 
 mod config_depth;
 mod debounce;
+mod honest_status;
 mod shutdown;

@@ -428,9 +428,17 @@ async fn a_second_blueprint_stops_all_changes_until_it_is_gone() {
     tokio::time::sleep(Duration::from_secs(60)).await;
     let multiple = metric(&sandbox, "blueprint_operator_reconciles_total{outcome=\"MultipleBlueprints\"}");
     assert!(multiple >= 2.0, "both blueprints were reconciled and refused: {multiple}");
+    assert!(multiple <= 4.0, "no polling while two blueprints exist: {multiple} reconciles");
     assert_eq!(ecosystem_writes(&sandbox.emulator.requests()).len(), writes, "nothing changed");
-    assert!(sandbox.blueprint("blueprint-other").unwrap().status.is_none(), "no status is written");
-    // Once it is gone, the remaining blueprint's next reconcile (its requeue) corrects the drift.
+    // Both say so, each once, and neither claims to be completed.
+    for name in [NAME, "blueprint-other"] {
+        let blueprint = sandbox.blueprint(name).unwrap();
+        assert!(condition_is(&blueprint, "Executable", "False"), "{name}: {}", conditions(&sandbox));
+        assert!(!completed(&blueprint), "{name} claims Completed=True for a generation not applied");
+    }
+    let warnings = sandbox.events().iter().filter(|(reason, _)| reason == "MultipleBlueprints").count();
+    assert_eq!(warnings, 2, "one event on each Blueprint: {:?}", sandbox.events());
+    // Once it is gone, its deletion triggers the remaining blueprint, which corrects the drift.
     sandbox.emulator.delete("k8s.cloudogu.com/v2", "Blueprint", NS, "blueprint-other").unwrap();
     wait_for(&mut sandbox, |s| {
         s.emulator

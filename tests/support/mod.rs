@@ -115,6 +115,7 @@ fn strings(entries: &[(&str, &str)]) -> Vec<(&'static str, String)> {
 pub struct Scenario {
     pub blueprint: Option<Blueprint>,
     pub blueprint_count: usize,
+    pub other_blueprints: Vec<String>,
     pub dogus: Vec<Dogu>,
     pub components: Vec<Component>,
     pub global: ConfigObservation<String>,
@@ -134,6 +135,7 @@ impl Scenario {
         Scenario {
             blueprint: Some(blueprint(spec_yaml)),
             blueprint_count: 1,
+            other_blueprints: Vec::new(),
             dogus: Vec::new(),
             components: Vec::new(),
             global: present::<String>(&[], Some(at(-100))),
@@ -267,6 +269,7 @@ impl Scenario {
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
             blueprint: self.blueprint.clone().map(Arc::new),
             blueprint_count: self.blueprint_count,
+            other_blueprints: self.other_blueprints.clone(),
             dogus: self.dogus.iter().cloned().map(Arc::new).collect(),
             components: self.components.iter().cloned().map(Arc::new).collect(),
             global_config: self.global.clone(),
