@@ -52,6 +52,7 @@ fn blueprint(size: Size, version: &str) -> Blueprint {
         metadata: ObjectMeta { name: Some("bench".into()), generation: Some(1), ..Default::default() },
         spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
+        undecodable_spec: None,
     }
 }
 
@@ -107,6 +108,8 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         operator: OperatorFacts::new("ecosystem", None),
         blueprint: Some(Arc::new(blueprint)),
         blueprint_count: 1,
+        other_blueprints: Vec::new(),
+        undecodable: Vec::new(),
         dogus: installed_dogus.into_iter().map(Arc::new).collect(),
         components: vec![],
         global_config: store(global),

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+use crate::observe::decoded::Decoded;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -47,8 +49,8 @@ impl Failure {
 /// The cached objects a config write is based on.
 #[derive(Clone)]
 pub struct ConfigStores {
-    pub config_maps: Store<ConfigMap>,
-    pub sensitive_configs: Store<Secret>,
+    pub config_maps: Store<Decoded<ConfigMap>>,
+    pub sensitive_configs: Store<Decoded<Secret>>,
 }
 
 pub struct Executor {
@@ -142,14 +144,22 @@ impl Executor {
             ObjectBase::Absent => (BTreeMap::new(), None),
             ObjectBase::Version(version) => {
                 let (text, cached_version) = if sensitive {
-                    let secret = self.stores.sensitive_configs.get(&ObjectRef::new(&name).within(&self.namespace));
+                    let secret = self
+                        .stores
+                        .sensitive_configs
+                        .get(&ObjectRef::new(&name).within(&self.namespace))
+                        .and_then(|d| d.object().cloned());
                     let text = secret.as_ref().and_then(|s| s.data.as_ref()?.get(DATA_KEY).cloned());
                     (
                         text.map(|b| String::from_utf8_lossy(&b.0).into_owned()),
                         secret.and_then(|s| s.metadata.resource_version.clone()),
                     )
                 } else {
-                    let map = self.stores.config_maps.get(&ObjectRef::new(&name).within(&self.namespace));
+                    let map = self
+                        .stores
+                        .config_maps
+                        .get(&ObjectRef::new(&name).within(&self.namespace))
+                        .and_then(|d| d.object().cloned());
                     let text = map.as_ref().and_then(|m| m.data.as_ref()?.get(DATA_KEY).cloned());
                     (text, map.and_then(|m| m.metadata.resource_version.clone()))
                 };
@@ -231,10 +241,17 @@ impl Executor {
 
     /// The value of a referenced Secret key, read now.
     async fn secret_value(&self, name: &str, key: &str) -> Result<String, Failure> {
-        let secret = self.api::<Secret>().get_opt(name).await.map_err(|e| failure(&e))?;
+        // Decoded on its own: a Secret that does not fit is never logged whole by the client.
+        let secret = self.api::<Decoded<Secret>>().get_opt(name).await.map_err(|e| failure(&e))?;
         let secret = secret.ok_or_else(|| {
             Failure::new(FailureKind::NotFound, format!("referenced secret \"{name}\" does not exist"))
         })?;
+        let Decoded::Object(secret) = secret else {
+            return Err(Failure::new(
+                FailureKind::Rejected,
+                format!("referenced secret \"{name}\" cannot be read: it does not fit the Secret type"),
+            ));
+        };
         let value = secret.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| {
             Failure::new(FailureKind::NotFound, format!("referenced key \"{key}\" in secret \"{name}\" does not exist"))
         })?;

@@ -230,7 +230,12 @@ struct AnswerMetadata {
 /// Spec and status are shared, not copied.
 pub fn written(before: &Blueprint, wanted: &Arc<BlueprintStatus>, resource_version: Option<String>) -> Blueprint {
     let metadata = ObjectMeta { resource_version, ..before.metadata.clone() };
-    Blueprint { metadata, spec: before.spec.clone(), status: Some(wanted.clone()) }
+    Blueprint {
+        metadata,
+        spec: before.spec.clone(),
+        status: Some(wanted.clone()),
+        undecodable_spec: before.undecodable_spec.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -176,6 +176,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             blueprint: Some(std::sync::Arc::new(blueprint)),
             blueprint_count: 1,
             other_blueprints: Vec::new(),
+            undecodable: Vec::new(),
             dogus: vec![],
             components: vec![],
             global_config: Default::default(),

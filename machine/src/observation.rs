@@ -35,6 +35,10 @@ pub struct Observation {
     pub dogus: Vec<Arc<Dogu>>,
     #[serde(default)]
     pub components: Vec<Arc<Component>>,
+    /// Dogu and Component CRs that exist but do not fit their types (the API server accepted them,
+    /// our types do not): only their names and why. They block what concerns them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecodable: Vec<UndecodableObject>,
     /// `global-config`.
     #[serde(default)]
     pub global_config: ConfigObservation<String>,
@@ -53,6 +57,17 @@ pub struct Observation {
     /// Data of the `k8s-blueprint-operator-health-config` ConfigMap; `None` when it does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_config: Option<BTreeMap<String, String>>,
+}
+
+/// An object that exists but does not fit its type.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct UndecodableObject {
+    /// `Dogu` or `Component`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    pub problem: String,
 }
 
 /// What the operator knows about itself.
@@ -163,7 +178,11 @@ impl fmt::Debug for SecretDigest {
 #[serde(rename_all = "camelCase", tag = "state")]
 pub enum ReferencedSecret {
     Missing,
-    Present { keys: BTreeMap<String, SecretDigest> },
+    Present {
+        keys: BTreeMap<String, SecretDigest>,
+    },
+    /// It exists but does not fit the Secret type (its content is not described: it is sensitive).
+    Unreadable,
 }
 
 /// The descriptor lookup for one wanted dogu in one version.

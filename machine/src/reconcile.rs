@@ -187,6 +187,13 @@ impl<'o> Run<'o> {
 
     fn evaluate(&mut self) -> (State, Requeue) {
         let observation = self.observation;
+        if let Some(undecodable) = &self.blueprint.undecodable_spec {
+            let name = self.blueprint.metadata.name.as_deref().unwrap_or_default();
+            return self.invalid(
+                reason::INVALID,
+                format!("could not deserialize blueprint CR \"{name}\": {}", undecodable.problem),
+            );
+        }
         let parsed = match ParsedBlueprint::parse(self.blueprint.blueprint_spec()) {
             Ok(parsed) => parsed,
             Err(ParseFailure::MissingSpec) => {
@@ -220,7 +227,7 @@ impl<'o> Run<'o> {
             }
         };
 
-        let installed = Installed::read(&observation.dogus, &observation.components);
+        let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
         let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
         self.set_health(&health, flags);
 

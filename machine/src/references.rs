@@ -39,6 +39,14 @@ pub fn resolve<'a>(
                     reference.key, reference.name
                 ))),
             },
+            Some(ReferencedSecret::Unreadable) => {
+                if missing_secrets.insert(reference.name.clone()) {
+                    problems.push(Problem::new(format!(
+                        "referenced secret \"{}\" cannot be read: it does not fit the Secret type",
+                        reference.name
+                    )));
+                }
+            }
             Some(ReferencedSecret::Missing) | None => {
                 if missing_secrets.insert(reference.name.clone()) {
                     problems.push(Problem::new(format!("referenced secret \"{}\" does not exist", reference.name)));

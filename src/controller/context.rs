@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::Client;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource};
 use serde::{Deserialize, Serialize};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
@@ -24,6 +24,7 @@ use super::backoff::BackoffTracker;
 use crate::execute::{ConfigStores, Executor};
 use crate::journal::{JournalWriter, Record};
 use crate::metrics::{ActionLabels, Metrics, OutcomeLabels};
+use crate::observe::decoded::{Decoded, Undecodable};
 use crate::observe::secrets::SecretDigests;
 use crate::observe::{Digester, Snapshot, is_health_config};
 use crate::registry::DescriptorSource;
@@ -31,16 +32,19 @@ use crate::{publish, status};
 
 /// The controller's caches, one reflector store per watched kind.
 #[derive(Clone)]
+///
+/// Objects are decoded one by one ([`Decoded`]): one that does not fit its type is kept by name and
+/// reported, and does not keep the cache from being filled.
 pub struct Stores {
-    pub blueprints: Store<Blueprint>,
-    pub dogus: Store<Dogu>,
-    pub components: Store<Component>,
+    pub blueprints: Store<Decoded<Blueprint>>,
+    pub dogus: Store<Decoded<Dogu>>,
+    pub components: Store<Decoded<Component>>,
     /// ConfigMaps labelled `app=ces`: global and dogu config, the local dogu registry.
-    pub config_maps: Store<ConfigMap>,
+    pub config_maps: Store<Decoded<ConfigMap>>,
     /// The health config ConfigMap (selected by name: it need not carry the registry labels).
-    pub health_config: Store<ConfigMap>,
+    pub health_config: Store<Decoded<ConfigMap>>,
     /// Secrets labelled `k8s.cloudogu.com/type=sensitive-config`.
-    pub sensitive_configs: Store<Secret>,
+    pub sensitive_configs: Store<Decoded<Secret>>,
     /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
 }
@@ -219,7 +223,11 @@ impl Context {
     /// The Blueprint to reconcile: the cached one, unless this process wrote a newer one the cache has
     /// not shown yet.
     fn blueprint(&self, name: &str) -> Option<Arc<Blueprint>> {
-        let cached = self.stores.blueprints.get(&ObjectRef::new(name).within(&self.namespace));
+        let cached = self
+            .stores
+            .blueprints
+            .get(&ObjectRef::new(name).within(&self.namespace))
+            .and_then(|decoded| decoded.object().cloned());
         let mut written = self.written.lock().expect("not poisoned");
         let cache_version = cached.as_ref().and_then(|c| c.metadata.resource_version.as_deref());
         match written.get(name) {
@@ -247,11 +255,17 @@ impl Context {
         let config_maps = self.stores.config_maps.state();
         let health = self.stores.health_config.state();
         let sensitive = self.stores.sensitive_configs.state();
+        let undecodable = undecodable("Dogu", &dogus)
+            .chain(undecodable("Component", &components))
+            .chain(undecodable("ConfigMap", &config_maps))
+            .chain(undecodable("ConfigMap", &health))
+            .chain(undecodable("Secret", &sensitive))
+            .collect();
 
         let referenced = match blueprint.as_deref() {
             Some(blueprint) => {
                 let names = blueprint_machine::referenced_secrets(blueprint);
-                let api = Api::<Secret>::namespaced(self.client.clone(), &self.namespace);
+                let api = Api::<Decoded<Secret>>::namespaced(self.client.clone(), &self.namespace);
                 self.secrets
                     .observe(&names, &self.stores.secret_metadata, &api, &self.namespace, &self.digester)
                     .await
@@ -269,7 +283,7 @@ impl Context {
         let own_name = blueprint.as_deref().and_then(|b| b.metadata.name.clone());
         let other_blueprints = blueprints
             .iter()
-            .filter_map(|b| b.metadata.name.clone())
+            .filter_map(|b| b.meta().name.clone())
             .filter(|other| Some(other) != own_name.as_ref())
             .collect();
         let snapshot = Snapshot {
@@ -278,15 +292,17 @@ impl Context {
             blueprint,
             blueprint_count: blueprints.len(),
             other_blueprints,
-            dogus,
-            components,
+            dogus: objects(&dogus),
+            components: objects(&components),
             config_maps: config_maps
                 .iter()
+                .filter_map(|c| c.object())
                 .map(AsRef::as_ref)
                 .filter(|c| !is_health_config(c))
-                .chain(health.iter().map(AsRef::as_ref))
+                .chain(health.iter().filter_map(|c| c.object()).map(AsRef::as_ref))
                 .collect(),
-            secrets: sensitive.iter().map(AsRef::as_ref).collect(),
+            secrets: sensitive.iter().filter_map(|s| s.object()).map(AsRef::as_ref).collect(),
+            undecodable,
             referenced_secrets: Some(referenced),
             descriptors,
         };
@@ -441,6 +457,19 @@ impl Context {
     }
 }
 
+/// The decoded objects of a cache, shared with it.
+fn objects<K>(cached: &[Arc<Decoded<K>>]) -> Vec<Arc<K>> {
+    cached.iter().filter_map(|d| d.object().cloned()).collect()
+}
+
+/// The objects of a cache that do not fit their type, with their kind.
+fn undecodable<'a, K>(
+    kind: &'static str,
+    cached: &'a [Arc<Decoded<K>>],
+) -> impl Iterator<Item = (&'static str, &'a Undecodable)> {
+    cached.iter().filter_map(move |d| d.undecodable().map(|u| (kind, u)))
+}
+
 fn kind(operation: &Operation) -> &'static str {
     match operation {
         Operation::CreateDogu { .. } => "createDogu",
@@ -495,8 +524,8 @@ mod tests {
         let (service, _handle) =
             tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
         let client = Client::new(service, "ecosystem");
-        let (blueprints, mut writer) = reflector::store::<Blueprint>();
-        writer.apply_watcher_event(&watcher::Event::Apply(blueprint("1")));
+        let (blueprints, mut writer) = reflector::store::<Decoded<Blueprint>>();
+        writer.apply_watcher_event(&watcher::Event::Apply(Decoded::Object(Arc::new(blueprint("1")))));
         let stores = Stores {
             blueprints,
             dogus: empty(),
@@ -517,7 +546,7 @@ mod tests {
         let fields = seen.metadata.managed_fields.iter().flatten().filter(|e| e.fields_v1.is_some()).count();
         assert_eq!(fields, 0, "the kept copy is slimmed");
 
-        writer.apply_watcher_event(&watcher::Event::Apply(blueprint("3")));
+        writer.apply_watcher_event(&watcher::Event::Apply(Decoded::Object(Arc::new(blueprint("3")))));
         assert_eq!(context.blueprint("bp").unwrap().metadata.resource_version.as_deref(), Some("3"));
         assert!(context.written.lock().unwrap().is_empty(), "dropped once the cache moved on");
     }

@@ -35,6 +35,7 @@ use triggers::{Events, Targets};
 
 use crate::journal::JournalWriter;
 use crate::metrics::Metrics;
+use crate::observe::decoded::Decoded;
 use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 
 /// What a controller needs besides its client.
@@ -99,18 +100,18 @@ pub async fn run_controller(
     let (c, ns) = (client.clone(), namespace.clone());
 
     let (blueprint_reader, blueprint_changes) =
-        reflect(Api::<Blueprint>::namespaced(c.clone(), &ns), watcher::Config::default());
-    let (dogus, dogu_changes) = reflect(Api::<Dogu>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
+    let (dogus, dogu_changes) = reflect(Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =
-        reflect(Api::<Component>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (config_maps, config_map_changes) =
-        reflect(Api::<ConfigMap>::namespaced(c.clone(), &ns), watcher::Config::default().labels("app=ces"));
+        reflect(Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns), watcher::Config::default().labels("app=ces"));
     let (health_config, health_changes) = reflect(
-        Api::<ConfigMap>::namespaced(c.clone(), &ns),
+        Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().fields(&format!("metadata.name={HEALTH_CONFIG_MAP}")),
     );
     let (sensitive_configs, sensitive_changes) = reflect(
-        Api::<Secret>::namespaced(c.clone(), &ns),
+        Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
     );
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
@@ -163,17 +164,19 @@ pub async fn run_controller(
     let shutdown = shutdown.shared();
     // The Blueprints' own watch events reach the controller through `reconcile_requests` (which
     // polls the reflector), so its main stream is empty; kube's debounce is off (ours is bounded).
-    let controller =
-        Controller::for_stream(futures::stream::pending::<Result<Blueprint, watcher::Error>>(), blueprint_reader)
-            .with_config(ControllerConfig::default())
-            .reconcile_on(reconcile_requests)
-            .graceful_shutdown_on(shutdown.clone())
-            .run(reconcile, error_policy, context)
-            .for_each(|result| async move {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "controller event");
-                }
-            });
+    let controller = Controller::for_stream(
+        futures::stream::pending::<Result<Decoded<Blueprint>, watcher::Error>>(),
+        blueprint_reader,
+    )
+    .with_config(ControllerConfig::default())
+    .reconcile_on(reconcile_requests)
+    .graceful_shutdown_on(shutdown.clone())
+    .run(reconcile, error_policy, context)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "controller event");
+        }
+    });
     // Once the shutdown began: stop when no reconcile is in flight, or after the grace period.
     let deadline = async move {
         shutdown.await;
@@ -188,12 +191,12 @@ pub async fn run_controller(
     }
 }
 
-async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<Action, Infallible> {
+async fn reconcile(blueprint: Arc<Decoded<Blueprint>>, context: Arc<Context>) -> Result<Action, Infallible> {
     let name = blueprint.name_any();
     let span = tracing::info_span!(
         "reconcile",
         blueprint = %name,
-        generation = blueprint.metadata.generation.unwrap_or_default(),
+        generation = blueprint.meta().generation.unwrap_or_default(),
         state = tracing::field::Empty,
         actions = tracing::field::Empty,
         status = tracing::field::Empty,
@@ -214,6 +217,6 @@ async fn reconcile(blueprint: Arc<Blueprint>, context: Arc<Context>) -> Result<A
     .await
 }
 
-fn error_policy(_: Arc<Blueprint>, _: &Infallible, _: Arc<Context>) -> Action {
+fn error_policy(_: Arc<Decoded<Blueprint>>, _: &Infallible, _: Arc<Context>) -> Action {
     Action::requeue(Duration::from_secs(1))
 }

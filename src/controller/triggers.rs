@@ -23,15 +23,16 @@ use kube::{Resource, ResourceExt};
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 
 use crate::observe::config_kind;
+use crate::observe::decoded::Decoded;
 
 /// A stream of watch events, as the reflectors pass them on.
 pub type Events<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
-type Triggers = BoxStream<'static, ObjectRef<Blueprint>>;
+type Triggers = BoxStream<'static, ObjectRef<Decoded<Blueprint>>>;
 
 /// The Blueprints that changes trigger.
 #[derive(Clone)]
 pub struct Targets {
-    blueprints: Store<Blueprint>,
+    blueprints: Store<Decoded<Blueprint>>,
     /// The Secrets each Blueprint references, by Blueprint name, with the generation they were read
     /// from: a Secret's change does not parse every Blueprint again.
     references: Arc<Mutex<HashMap<String, References>>>,
@@ -41,23 +42,24 @@ pub struct Targets {
 type References = (i64, Arc<BTreeSet<String>>);
 
 impl Targets {
-    pub fn new(blueprints: Store<Blueprint>) -> Self {
+    pub fn new(blueprints: Store<Decoded<Blueprint>>) -> Self {
         Targets { blueprints, references: Default::default() }
     }
 
     /// Every Blueprint of the namespace.
-    pub fn every(&self) -> Vec<ObjectRef<Blueprint>> {
+    pub fn every(&self) -> Vec<ObjectRef<Decoded<Blueprint>>> {
         self.blueprints.state().iter().map(|b| ObjectRef::from_obj(b.as_ref())).collect()
     }
 
     /// The Blueprints that reference the Secret `name`.
-    pub fn referencing(&self, name: &str) -> Vec<ObjectRef<Blueprint>> {
+    pub fn referencing(&self, name: &str) -> Vec<ObjectRef<Decoded<Blueprint>>> {
         let mut references = self.references.lock().expect("not poisoned");
         let blueprints = self.blueprints.state();
-        references.retain(|known, _| blueprints.iter().any(|b| b.metadata.name.as_deref() == Some(known)));
+        references.retain(|known, _| blueprints.iter().any(|b| b.meta().name.as_deref() == Some(known)));
         blueprints
             .iter()
-            .filter(|blueprint| {
+            .filter(|decoded| {
+                let Some(blueprint) = decoded.object() else { return false };
                 let generation = blueprint.metadata.generation.unwrap_or_default();
                 let entry = references.entry(blueprint.name_any()).or_insert_with(|| (i64::MIN, Arc::default()));
                 if entry.0 != generation {
@@ -72,8 +74,8 @@ impl Targets {
 
 /// Blueprint events that trigger: an object added, deleted, or with a new generation. `Init*` events
 /// of a relist change nothing by themselves: the objects they carry are compared like any other.
-pub fn blueprint_triggers(events: Events<Blueprint>, targets: Targets) -> Triggers {
-    let mut generations: HashMap<ObjectRef<Blueprint>, Option<i64>> = HashMap::new();
+pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets) -> Triggers {
+    let mut generations: HashMap<ObjectRef<Decoded<Blueprint>>, Option<i64>> = HashMap::new();
     events
         .flat_map(move |event| {
             let changed = match event {
@@ -119,23 +121,23 @@ fn touched<K: Send + 'static>(events: Events<K>) -> BoxStream<'static, K> {
         .boxed()
 }
 
-pub fn any_dogu(_: &Dogu) -> bool {
+pub fn any_dogu(_: &Decoded<Dogu>) -> bool {
     true
 }
 
-pub fn any_component(_: &Component) -> bool {
+pub fn any_component(_: &Decoded<Component>) -> bool {
     true
 }
 
-pub fn any_config_map(_: &ConfigMap) -> bool {
+pub fn any_config_map(_: &Decoded<ConfigMap>) -> bool {
     true
 }
 
-pub fn any_secret(_: &Secret) -> bool {
+pub fn any_secret(_: &Decoded<Secret>) -> bool {
     true
 }
 
 /// Global and dogu config; not the local dogu registry's ConfigMaps.
-pub fn config_object(config_map: &ConfigMap) -> bool {
-    config_kind(&config_map.metadata).is_some()
+pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
+    config_kind(config_map.meta()).is_some()
 }

@@ -5,6 +5,7 @@
 //! A config object's "last updated" time is the newest `metadata.managedFields[].time` (the last write
 //! by any field manager), else its `creationTimestamp`.
 
+pub mod decoded;
 pub mod digest;
 pub mod secrets;
 
@@ -17,9 +18,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::health::HEALTH_CONFIG_MAP;
 use blueprint_machine::observation::{
-    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest,
+    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest, UndecodableObject,
 };
+
 use blueprint_machine::registry_config::{self, DATA_KEY};
+use decoded::Undecodable;
 
 pub use digest::Digester;
 
@@ -135,6 +138,8 @@ pub struct Snapshot<'a> {
     pub components: Vec<Arc<Component>>,
     pub config_maps: Vec<&'a ConfigMap>,
     pub secrets: Vec<&'a Secret>,
+    /// Objects that do not fit their type (`Dogu`, `Component`, `ConfigMap`, `Secret`), by kind.
+    pub undecodable: Vec<(&'a str, &'a Undecodable)>,
     /// Referenced Secrets digested already (the controller's cache); `None`: digest them from `secrets`.
     pub referenced_secrets: Option<BTreeMap<String, ReferencedSecret>>,
     pub descriptors: Vec<DescriptorEntry>,
@@ -163,6 +168,26 @@ impl Snapshot<'_> {
                 sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
             }
         }
+        // A config object that does not fit its type is unreadable config; a Dogu or Component CR that
+        // does not fit is unreadable to the machine (it blocks what concerns it).
+        let mut undecodable = Vec::new();
+        for (kind, object) in &self.undecodable {
+            match (*kind, config_kind(&object.metadata)) {
+                ("ConfigMap", Some(ConfigKind::Global)) => global_config = malformed(object),
+                ("ConfigMap", Some(ConfigKind::Dogu(dogu))) => {
+                    dogu_configs.insert(dogu, malformed(object));
+                }
+                ("Secret", Some(ConfigKind::Sensitive(dogu))) => {
+                    sensitive_configs.insert(dogu, malformed(object));
+                }
+                ("Dogu" | "Component", _) => undecodable.push(UndecodableObject {
+                    kind: (*kind).to_owned(),
+                    name: object.metadata.name.clone().unwrap_or_default(),
+                    problem: object.problem.clone(),
+                }),
+                _ => {}
+            }
+        }
         // The controller digested the referenced Secrets already (its cache of digests).
         let referenced_secrets = match &self.referenced_secrets {
             Some(digested) => digested.clone(),
@@ -176,6 +201,7 @@ impl Snapshot<'_> {
             other_blueprints: self.other_blueprints.clone(),
             dogus: self.dogus.clone(),
             components: self.components.clone(),
+            undecodable,
             global_config,
             dogu_configs,
             sensitive_configs,
@@ -199,6 +225,15 @@ impl Snapshot<'_> {
             digested.entry(name).or_insert(ReferencedSecret::Missing);
         }
         digested
+    }
+}
+
+/// A config object that does not fit its type.
+fn malformed<V>(object: &Undecodable) -> ConfigObservation<V> {
+    ConfigObservation::Malformed {
+        reason: object.problem.clone(),
+        last_updated: last_updated(&object.metadata),
+        resource_version: object.metadata.resource_version.clone(),
     }
 }
 

@@ -9,12 +9,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::Resource;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use blueprint_machine::observation::ReferencedSecret;
 
+use super::decoded::Decoded;
 use super::{Digester, referenced_secret};
 
 #[derive(Default)]
@@ -28,7 +30,7 @@ impl SecretDigests {
         &self,
         names: &BTreeSet<String>,
         metadata: &Store<PartialObjectMeta<Secret>>,
-        api: &Api<Secret>,
+        api: &Api<Decoded<Secret>>,
         namespace: &str,
         digester: &Digester,
     ) -> Result<BTreeMap<String, ReferencedSecret>, kube::Error> {
@@ -49,9 +51,14 @@ impl SecretDigests {
             let digests = match cached {
                 Some(digests) => digests,
                 None => {
-                    let secret = api.get_opt(name).await?;
-                    let digests = referenced_secret(secret.as_ref(), digester);
-                    let read_version = secret.and_then(|s| s.metadata.resource_version).unwrap_or(version);
+                    // Decoded on its own: a Secret that does not fit is never logged whole by the client.
+                    let read = api.get_opt(name).await?;
+                    let read_version = read.as_ref().and_then(|s| s.meta().resource_version.clone()).unwrap_or(version);
+                    let digests = match &read {
+                        Some(Decoded::Undecodable(_)) => ReferencedSecret::Unreadable,
+                        Some(Decoded::Object(secret)) => referenced_secret(Some(secret), digester),
+                        None => referenced_secret(None, digester),
+                    };
                     self.cache.lock().expect("not poisoned").insert(name.clone(), (read_version, digests.clone()));
                     digests
                 }

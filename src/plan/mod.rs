@@ -161,6 +161,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         components,
         config_maps,
         secrets,
+        undecodable: Vec::new(),
         referenced_secrets: None,
         descriptors,
     };

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::observe::decoded::Decoded;
 use serde_json::json;
 
 use blueprint_machine::model::DoguDescriptor;
@@ -29,7 +31,7 @@ pub enum Added {
 }
 
 pub struct LocalStore {
-    config_maps: Store<ConfigMap>,
+    config_maps: Store<Decoded<ConfigMap>>,
     api: Api<ConfigMap>,
     namespace: String,
 }
@@ -43,12 +45,14 @@ fn simple_name(qualified_name: &str) -> &str {
 }
 
 impl LocalStore {
-    pub fn new(config_maps: Store<ConfigMap>, api: Api<ConfigMap>, namespace: impl Into<String>) -> Self {
+    pub fn new(config_maps: Store<Decoded<ConfigMap>>, api: Api<ConfigMap>, namespace: impl Into<String>) -> Self {
         LocalStore { config_maps, api, namespace: namespace.into() }
     }
 
     fn cached(&self, qualified_name: &str) -> Option<std::sync::Arc<ConfigMap>> {
-        self.config_maps.get(&ObjectRef::new(&config_map_name(qualified_name)).within(&self.namespace))
+        self.config_maps
+            .get(&ObjectRef::new(&config_map_name(qualified_name)).within(&self.namespace))
+            .and_then(|decoded| decoded.object().cloned())
     }
 
     /// The descriptor if the store has it for exactly this qualified name and version.

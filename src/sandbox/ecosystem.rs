@@ -15,13 +15,14 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use blueprint_machine::api::{Component, Dogu};
 
+use crate::observe::decoded::Decoded;
 use crate::observe::{ConfigKind, config_kind, last_updated};
 
 #[derive(Clone, Debug)]
@@ -70,10 +71,12 @@ pub async fn run(
     installed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
 ) {
     let wake = Arc::new(Notify::new());
-    let dogus = reflect::<Dogu>(&client, &namespace, watcher::Config::default(), wake.clone());
-    let components = reflect::<Component>(&client, &namespace, watcher::Config::default(), wake.clone());
-    let configs = reflect::<ConfigMap>(&client, &namespace, watcher::Config::default().labels("app=ces"), wake.clone());
-    let secrets = reflect::<Secret>(
+    // Decoded one by one, as the controller does: an object that does not fit is skipped.
+    let dogus = reflect::<Decoded<Dogu>>(&client, &namespace, watcher::Config::default(), wake.clone());
+    let components = reflect::<Decoded<Component>>(&client, &namespace, watcher::Config::default(), wake.clone());
+    let configs =
+        reflect::<Decoded<ConfigMap>>(&client, &namespace, watcher::Config::default().labels("app=ces"), wake.clone());
+    let secrets = reflect::<Decoded<Secret>>(
         &client,
         &namespace,
         watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
@@ -93,7 +96,8 @@ pub async fn run(
     let mut known_dogus: BTreeSet<String> = BTreeSet::new();
     loop {
         // Dogus.
-        let current: BTreeMap<String, Arc<Dogu>> = dogus.state().into_iter().map(|d| (d.name_any(), d)).collect();
+        let current: BTreeMap<String, Arc<Dogu>> =
+            dogus.state().iter().filter_map(|d| d.object().cloned()).map(|d| (d.name_any(), d)).collect();
         for gone in known_dogus.difference(&current.keys().cloned().collect()).cloned().collect::<Vec<_>>() {
             // The dogu operator removes a deleted dogu's config.
             let _ = config_api.delete(&format!("{gone}-config"), &DeleteParams::default()).await;
@@ -210,7 +214,7 @@ pub async fn run(
         }
 
         // Components.
-        for component in components.state() {
+        for component in components.state().iter().filter_map(|c| c.object().cloned()) {
             let name = component.name_any();
             let status = component.status.clone().unwrap_or_default();
             if status.installed_version.as_deref() == Some(component.spec.version.as_str()) {
@@ -280,20 +284,20 @@ fn health_of<'a>(behaviour: &Behaviour, name: &str) -> &'a str {
 }
 
 /// When the dogu's config objects (global, its own, its sensitive) were last written.
-fn config_times(configs: &Store<ConfigMap>, secrets: &Store<Secret>, dogu: &str) -> Vec<Time> {
+fn config_times(configs: &Store<Decoded<ConfigMap>>, secrets: &Store<Decoded<Secret>>, dogu: &str) -> Vec<Time> {
     let mut times = Vec::new();
     for map in configs.state() {
-        match config_kind(&map.metadata) {
-            Some(ConfigKind::Global) => times.extend(last_updated(&map.metadata)),
-            Some(ConfigKind::Dogu(d)) if d == dogu => times.extend(last_updated(&map.metadata)),
+        match config_kind(map.meta()) {
+            Some(ConfigKind::Global) => times.extend(last_updated(map.meta())),
+            Some(ConfigKind::Dogu(d)) if d == dogu => times.extend(last_updated(map.meta())),
             _ => {}
         }
     }
     for secret in secrets.state() {
-        if let Some(ConfigKind::Sensitive(d)) = config_kind(&secret.metadata)
+        if let Some(ConfigKind::Sensitive(d)) = config_kind(secret.meta())
             && d == dogu
         {
-            times.extend(last_updated(&secret.metadata));
+            times.extend(last_updated(secret.meta()));
         }
     }
     times

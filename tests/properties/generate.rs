@@ -322,6 +322,7 @@ fn build(
         },
         spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
+        undecodable_spec: None,
     };
 
     let mut model = Model {

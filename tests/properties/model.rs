@@ -83,6 +83,7 @@ impl Model {
             blueprint: Some(Arc::new(self.blueprint.clone())),
             blueprint_count: 1,
             other_blueprints: Vec::new(),
+            undecodable: Vec::new(),
             dogus: self.dogus.values().cloned().map(Arc::new).collect(),
             components: self.components.values().cloned().map(Arc::new).collect(),
             global_config: self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default(),

@@ -1,6 +1,7 @@
 //! The layers behind one lookup: memory, the local dogu registry (ConfigMaps in the emulator), the
 //! remote registry (HTTP on loopback).
 
+use blueprint_operator::observe::decoded::Decoded;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +24,8 @@ const NS: &str = "ecosystem";
 struct Fixture {
     emulator: Emulator,
     api: Api<ConfigMap>,
-    reader: Store<ConfigMap>,
-    writer: Writer<ConfigMap>,
+    reader: Store<Decoded<ConfigMap>>,
+    writer: Writer<Decoded<ConfigMap>>,
     served: Served,
     metrics: Arc<Metrics>,
 }
@@ -54,7 +55,8 @@ impl Fixture {
         let list = self.api.list(&ListParams::default()).await.unwrap();
         self.writer.apply_watcher_event(&watcher::Event::Init);
         for config_map in list.items {
-            self.writer.apply_watcher_event(&watcher::Event::InitApply(config_map));
+            self.writer
+                .apply_watcher_event(&watcher::Event::InitApply(Decoded::Object(std::sync::Arc::new(config_map))));
         }
         self.writer.apply_watcher_event(&watcher::Event::InitDone);
     }

@@ -3,5 +3,6 @@
 
 mod config_depth;
 mod debounce;
+mod decoding;
 mod honest_status;
 mod shutdown;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_operator::controller::{Context, Outcome, Stores};
 use blueprint_operator::metrics::Metrics;
+use blueprint_operator::observe::decoded::Decoded;
 use blueprint_operator::registry::{CacheSettings, LocalStore, Registry};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -178,13 +179,16 @@ impl Harness {
             .iter()
             .map(|s| PartialObjectMeta { types: None, metadata: s.metadata.clone(), _phantom: Default::default() })
             .collect();
+        fn decoded<K: Clone>(objects: &[K]) -> Vec<Decoded<K>> {
+            objects.iter().cloned().map(|o| Decoded::Object(Arc::new(o))).collect()
+        }
         Stores {
-            blueprints: store(std::slice::from_ref(&self.blueprint)),
-            dogus: store(&self.dogus),
-            components: store(&self.components),
-            config_maps: store(&self.config_maps),
-            health_config: store::<ConfigMap>(&[]),
-            sensitive_configs: store(&self.sensitive),
+            blueprints: store(&decoded(std::slice::from_ref(&self.blueprint))),
+            dogus: store(&decoded(&self.dogus)),
+            components: store(&decoded(&self.components)),
+            config_maps: store(&decoded(&self.config_maps)),
+            health_config: store::<Decoded<ConfigMap>>(&[]),
+            sensitive_configs: store(&decoded(&self.sensitive)),
             secret_metadata: store(&metadata),
         }
     }

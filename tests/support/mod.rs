@@ -58,6 +58,7 @@ pub fn blueprint(spec_yaml: &str) -> Blueprint {
         },
         spec: BlueprintBody { spec: Some(spec.into()) },
         status: None,
+        undecodable_spec: None,
     }
 }
 
@@ -270,6 +271,7 @@ impl Scenario {
             blueprint: self.blueprint.clone().map(Arc::new),
             blueprint_count: self.blueprint_count,
             other_blueprints: self.other_blueprints.clone(),
+            undecodable: Vec::new(),
             dogus: self.dogus.iter().cloned().map(Arc::new).collect(),
             components: self.components.iter().cloned().map(Arc::new).collect(),
             global_config: self.global.clone(),

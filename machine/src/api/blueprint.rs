@@ -70,18 +70,39 @@ pub struct BlueprintBody {
 /// 5 MiB of every watch event of a Blueprint. This type decodes `spec` and `status` straight into
 /// their types and skips the field sets (see `meta`). Spec and status are shared (`Arc`): the copies
 /// of a Blueprint the shell makes (the reflector's of every event, the one written) share them.
+///
+/// A `spec` that does not fit [`BlueprintSpec`] (it passed the CRD's schema, but not our types) does
+/// not fail the decoding, which would fail every list of Blueprints: it is kept as it was sent, with
+/// the reason, and the machine reports the Blueprint invalid. A `status` that does not fit is dropped
+/// (the next status write replaces it).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Blueprint {
     pub metadata: ObjectMeta,
     pub spec: BlueprintBody,
     pub status: Option<Arc<BlueprintStatus>>,
+    /// The spec as sent, when it does not fit (then `spec.spec` is `None`).
+    pub undecodable_spec: Option<Arc<UndecodableSpec>>,
+}
+
+/// A spec that does not fit [`BlueprintSpec`]: its text (written back as it was, so that a journal
+/// replays it) and why.
+#[derive(Clone, Debug)]
+pub struct UndecodableSpec {
+    pub raw: Box<serde_json::value::RawValue>,
+    pub problem: String,
+}
+
+impl PartialEq for UndecodableSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw.get() == other.raw.get()
+    }
 }
 
 impl Blueprint {
     /// A Blueprint named `name`, labelled as the CRD's objects are.
     pub fn new(name: &str, spec: BlueprintBody) -> Self {
         let BlueprintCrd { metadata, spec, status } = BlueprintCrd::new(name, spec);
-        Blueprint { metadata, spec, status: status.map(Arc::new) }
+        Blueprint { metadata, spec, status: status.map(Arc::new), undecodable_spec: None }
     }
 
     /// The spec, if the object has one.
@@ -123,6 +144,38 @@ impl Resource for Blueprint {
     }
 }
 
+impl Blueprint {
+    /// Decodes a Blueprint as the API server sends it (JSON) that does not fit this type: a `spec` that
+    /// does not fit is kept as sent, with the reason; a `status` that does not fit is dropped. Fails
+    /// only when even the metadata cannot be read.
+    pub fn decode_lenient(json: &str) -> Result<Self, serde_json::Error> {
+        use serde_json::value::RawValue;
+
+        #[derive(Deserialize)]
+        struct Wire {
+            #[serde(deserialize_with = "super::meta::without_field_sets")]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Option<Box<RawValue>>,
+            #[serde(default)]
+            status: Option<Box<RawValue>>,
+        }
+        let Wire { metadata, spec, status } = serde_json::from_str(json)?;
+        let (spec, undecodable_spec) = match spec.filter(|raw| raw.get() != "null") {
+            None => (None, None),
+            Some(raw) => match serde_json::from_str::<BlueprintSpec>(raw.get()) {
+                Ok(spec) => (Some(Arc::new(spec)), None),
+                Err(error) => {
+                    let problem = error.to_string().lines().next().unwrap_or_default().to_owned();
+                    (None, Some(Arc::new(UndecodableSpec { raw, problem })))
+                }
+            },
+        };
+        let status = status.and_then(|raw| serde_json::from_str::<BlueprintStatus>(raw.get()).ok()).map(Arc::new);
+        Ok(Blueprint { metadata, spec: BlueprintBody { spec }, status, undecodable_spec })
+    }
+}
+
 impl Serialize for Blueprint {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
@@ -132,15 +185,26 @@ impl Serialize for Blueprint {
             kind: &'a str,
             metadata: &'a ObjectMeta,
             #[serde(skip_serializing_if = "Option::is_none")]
-            spec: Option<&'a BlueprintSpec>,
+            spec: Option<Spec<'a>>,
             #[serde(skip_serializing_if = "Option::is_none")]
             status: Option<&'a BlueprintStatus>,
         }
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Spec<'a> {
+            Typed(&'a BlueprintSpec),
+            AsSent(&'a serde_json::value::RawValue),
+        }
+        let spec = match (&self.spec.spec, &self.undecodable_spec) {
+            (Some(spec), _) => Some(Spec::Typed(spec)),
+            (None, Some(undecodable)) => Some(Spec::AsSent(&undecodable.raw)),
+            (None, None) => None,
+        };
         Wire {
             api_version: &Self::api_version(&()),
             kind: &Self::kind(&()),
             metadata: &self.metadata,
-            spec: self.spec.spec.as_deref(),
+            spec,
             status: self.status.as_deref(),
         }
         .serialize(serializer)
@@ -160,7 +224,7 @@ impl<'de> Deserialize<'de> for Blueprint {
             status: Option<Arc<BlueprintStatus>>,
         }
         let Wire { metadata, spec, status } = Wire::deserialize(deserializer)?;
-        Ok(Blueprint { metadata, spec: BlueprintBody { spec }, status })
+        Ok(Blueprint { metadata, spec: BlueprintBody { spec }, status, undecodable_spec: None })
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy};
 use crate::api;
+use crate::observation::UndecodableObject;
 use crate::problem::Problem;
 
 pub const ANNOTATION_BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
@@ -57,8 +58,25 @@ pub struct Installed<'o> {
 }
 
 impl<'o> Installed<'o> {
-    pub fn read(dogus: &'o [Arc<api::Dogu>], components: &'o [Arc<api::Component>]) -> Self {
+    pub fn read(
+        dogus: &'o [Arc<api::Dogu>],
+        components: &'o [Arc<api::Component>],
+        undecodable: &'o [UndecodableObject],
+    ) -> Self {
         let mut installed = Installed::default();
+        for object in undecodable {
+            let problem = Problem::new(format!(
+                "cannot read {} CR \"{}\": {}",
+                object.kind.to_lowercase(),
+                object.name,
+                object.problem
+            ));
+            match object.kind.as_str() {
+                "Dogu" => installed.unreadable_dogus.insert(&object.name, problem),
+                "Component" => installed.unreadable_components.insert(&object.name, problem),
+                _ => None,
+            };
+        }
         for dogu in dogus {
             let Some(name) = dogu.metadata.name.as_deref() else { continue };
             let health = dogu.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default();
