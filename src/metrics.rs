@@ -59,6 +59,8 @@ pub struct Metrics {
     pub descriptor_lookups: Family<LookupLabels, Counter>,
     pub registry_requests: Family<RegistryLabels, Counter>,
     pub registry_request_duration: Histogram,
+    /// Lookups that would have asked the remote registry beyond its request budget.
+    pub registry_requests_deferred: Counter,
     pub journal_records: Counter,
     pub journal_errors: Counter,
 }
@@ -102,6 +104,12 @@ impl Default for Metrics {
             "Duration of one request to the remote dogu registry",
             registry_request_duration.clone(),
         );
+        let registry_requests_deferred = Counter::default();
+        registry.register(
+            "registry_requests_deferred",
+            "Remote dogu registry lookups not sent because the request budget was used up",
+            registry_requests_deferred.clone(),
+        );
         let journal_records = Counter::default();
         registry.register("journal_records", "Reconciles recorded in the journal", journal_records.clone());
         let journal_errors = Counter::default();
@@ -118,6 +126,7 @@ impl Default for Metrics {
             descriptor_lookups,
             registry_requests,
             registry_request_duration,
+            registry_requests_deferred,
             journal_records,
             journal_errors,
         }

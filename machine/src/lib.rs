@@ -19,6 +19,7 @@ pub mod problem;
 pub mod reconcile;
 pub mod references;
 pub mod registry_config;
+pub mod status_size;
 pub mod up_to_date;
 pub mod validation;
 

@@ -19,6 +19,7 @@ use crate::objects;
 use crate::observation::{ConfigObservation, Observation};
 use crate::problem::Problem;
 use crate::references;
+use crate::status_size;
 use crate::up_to_date;
 use crate::validation::{EffectiveBlueprint, Validity, dynamic, statics};
 
@@ -125,6 +126,8 @@ struct Run<'o> {
     stage_events: Vec<Event>,
     waiting_event: Option<Event>,
     actions: Vec<Action>,
+    /// What of the status was summarised to fit its size budget (see `status_size`).
+    status_note: Option<String>,
 }
 
 impl<'o> Run<'o> {
@@ -144,6 +147,7 @@ impl<'o> Run<'o> {
             stage_events: Vec::new(),
             waiting_event: None,
             actions: Vec::new(),
+            status_note: None,
         }
     }
 
@@ -428,7 +432,11 @@ impl<'o> Run<'o> {
     }
 
     fn record_diff(&mut self, diff: &Diff<'_>) {
-        let state_diff = diff.to_api();
+        // What is published (and compared with what was), within the status' size budget.
+        let fitted = status_size::fit(self.blueprint, self.effective_blueprint.take(), diff.to_api());
+        self.effective_blueprint = fitted.effective_blueprint;
+        self.status_note = fitted.note;
+        let state_diff = fitted.state_diff;
         if !diff.is_empty() {
             self.conditions.set(
                 conditions::COMPLETED,
@@ -591,6 +599,17 @@ impl<'o> Run<'o> {
 
     fn finish(mut self, state: State, requeue: Requeue) -> Decision {
         self.completion_not_evaluated(state);
+        if let Some(note) = self.status_note.take()
+            && let Some(completed) = self.conditions.get(conditions::COMPLETED).cloned()
+        {
+            let status = match completed.status.as_str() {
+                "True" => Status::True,
+                "False" => Status::False,
+                _ => Status::Unknown,
+            };
+            let message = if completed.message.is_empty() { note } else { format!("{} {note}", completed.message) };
+            self.conditions.set(conditions::COMPLETED, status, &completed.reason, message);
+        }
         // Two kinds of events: problems (an invalid or not executable blueprint) are reported whenever the
         // problem changes, so that a new error is seen; states (healthy, self-upgrade, completed) only
         // when the condition's status transitions.

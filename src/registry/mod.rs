@@ -39,7 +39,9 @@ pub trait DescriptorSource: Send + Sync {
 /// The sizes and lifetimes of the in-process cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheSettings {
-    /// Descriptors kept (and, separately, as many "not found" answers).
+    /// Descriptors kept. "Not found" answers are kept apart, [`NOT_FOUND_FACTOR`] times as many (each
+    /// is a name, a version and a time): a blueprint full of unknown dogus must not push them out
+    /// before they are asked for again, nor push out the descriptors.
     pub capacity: NonZeroUsize,
     /// How long a "not found" answer is believed.
     pub not_found_ttl: Duration,
@@ -56,6 +58,17 @@ type Flight = Shared<BoxFuture<'static, DescriptorLookup>>;
 
 /// How long a local dogu registry write may take before it is given up (it is only a cache fill).
 const LOCAL_ADD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many more "not found" answers than descriptors are kept.
+pub const NOT_FOUND_FACTOR: usize = 16;
+
+/// The remote dogu registry is asked at most [`REQUEST_BURST`] times at once and [`REQUESTS_PER_SECOND`]
+/// times a second after that (a token bucket), however many dogus a blueprint names: a blueprint of
+/// 5,000 dogus the registry does not know once sent 420 requests a second for as long as it existed.
+/// A lookup beyond the budget is answered "unavailable" at once (validity unknown, decided again with
+/// backoff); nothing waits inside a reconcile. The burst covers a fresh install of a thousand dogus.
+pub const REQUEST_BURST: u32 = 1024;
+pub const REQUESTS_PER_SECOND: u32 = 32;
 
 /// At most this many requests to the remote dogu registry, and writes to the local one, at a time. A
 /// blueprint of a thousand dogus otherwise opens a thousand connections at once (each with its own
@@ -83,6 +96,34 @@ struct Inner {
     metrics: Arc<Metrics>,
     remote_permits: tokio::sync::Semaphore,
     local_permits: tokio::sync::Semaphore,
+    /// The remote registry's request budget.
+    budget: Mutex<TokenBucket>,
+}
+
+/// A token bucket on tokio's clock (so that tests on a paused clock see it refill).
+struct TokenBucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+impl TokenBucket {
+    fn full() -> Self {
+        TokenBucket { tokens: f64::from(REQUEST_BURST), updated: Instant::now() }
+    }
+
+    /// Takes a token if there is one.
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.updated).as_secs_f64() * f64::from(REQUESTS_PER_SECOND);
+        self.tokens = (self.tokens + refill).min(f64::from(REQUEST_BURST));
+        self.updated = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl Registry {
@@ -90,7 +131,9 @@ impl Registry {
         Registry {
             inner: Arc::new(Inner {
                 found: Mutex::new(LruCache::new(cache.capacity)),
-                not_found: Mutex::new(LruCache::new(cache.capacity)),
+                not_found: Mutex::new(LruCache::new(
+                    cache.capacity.saturating_mul(NonZeroUsize::new(NOT_FOUND_FACTOR).expect("not zero")),
+                )),
                 local,
                 remote,
                 in_flight: Mutex::new(HashMap::new()),
@@ -99,6 +142,7 @@ impl Registry {
                 metrics,
                 remote_permits: tokio::sync::Semaphore::new(REMOTE_CONCURRENCY),
                 local_permits: tokio::sync::Semaphore::new(LOCAL_WRITE_CONCURRENCY),
+                budget: Mutex::new(TokenBucket::full()),
             }),
         }
     }
@@ -169,6 +213,14 @@ impl Inner {
         }
         if let Some((answer, _)) = inner.remembered(&key) {
             return futures::future::ready(answer).boxed().shared();
+        }
+        if !inner.budget.lock().expect("not poisoned").take() {
+            inner.metrics.registry_requests_deferred.inc();
+            let reason = format!(
+                "the dogu registry request budget is used up ({REQUEST_BURST} at once, then {REQUESTS_PER_SECOND} a second): {} {} is looked up later",
+                key.0, key.1
+            );
+            return futures::future::ready(DescriptorLookup::Unavailable { reason }).boxed().shared();
         }
         let task = tokio::spawn({
             let inner = inner.clone();

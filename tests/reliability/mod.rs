@@ -6,3 +6,4 @@ mod debounce;
 mod decoding;
 mod honest_status;
 mod shutdown;
+mod size_and_flood;
