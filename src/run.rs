@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use kube::client::ClientBuilder;
 use tokio::signal::unix::{SignalKind, signal};
@@ -9,19 +10,38 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::config::{LEASE_NAME, Settings};
 use crate::controller::{self, Options};
 use crate::journal::{JournalSettings, JournalWriter};
-use crate::leader::Leadership;
+use crate::leader::{self, Leadership, LeaseTiming, WriteGuard};
 use crate::metrics::Metrics;
 use crate::registry::RemoteRegistry;
 use crate::{http, telemetry};
 
 /// A client whose every request is counted by verb in the metrics.
 pub fn client(config: kube::Config, metrics: Arc<Metrics>) -> Result<kube::Client, kube::Error> {
-    let counting = tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
+    Ok(ClientBuilder::try_from(config)?.with_layer(&counting(metrics)).build())
+}
+
+/// A client like [`client`] that sends no write unless `guard` allows it (leader election).
+pub fn guarded_client(
+    config: kube::Config,
+    metrics: Arc<Metrics>,
+    guard: WriteGuard,
+) -> Result<kube::Client, kube::Error> {
+    Ok(ClientBuilder::try_from(config)?.with_layer(&counting(metrics)).with_layer(&leader::guard_layer(guard)).build())
+}
+
+fn counting(
+    metrics: Arc<Metrics>,
+) -> tower::util::MapRequestLayer<
+    impl Fn(::http::Request<kube::client::Body>) -> ::http::Request<kube::client::Body> + Clone,
+> {
+    tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
         metrics.count_request(&request);
         request
-    });
-    Ok(ClientBuilder::try_from(config)?.with_layer(&counting).build())
+    })
 }
+
+/// How long giving the Lease up may take at shutdown.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Resolves on SIGTERM or SIGINT. A second signal ends the process at once (exit code 130), whatever
 /// it is doing.
@@ -63,7 +83,8 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     };
     let metrics = Metrics::shared();
     let config = kube::Config::infer().await.map_err(|e| format!("cannot configure the Kubernetes client: {e}"))?;
-    let client = client(config, metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+    let client =
+        client(config.clone(), metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
 
     let ready = Arc::new(AtomicBool::new(false));
     let router = http::router(ready.clone(), metrics.clone());
@@ -108,18 +129,20 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
         return Ok(());
     }
 
-    let mut leadership = Leadership::start(client.clone(), &settings.namespace, LEASE_NAME, &settings.identity)
-        .await
-        .map_err(|e| format!("cannot take part in leader election: {e}"))?;
+    // The Lease is kept with its own client; everything else writes only while this replica leads.
+    let mut leadership =
+        Leadership::start(client, &settings.namespace, LEASE_NAME, &settings.identity, LeaseTiming::default());
     tracing::info!(identity = %settings.identity, "waiting to lead");
     let mut terminated = Box::pin(termination());
     tokio::select! {
-        acquired = leadership.acquired() => if !acquired {
-            return Err("the leader election stopped".into());
-        },
-        _ = &mut terminated => return Ok(()),
+        () = leadership.acquired() => {}
+        _ = &mut terminated => {
+            leadership.release(RELEASE_TIMEOUT).await;
+            return Ok(());
+        }
     }
-    tracing::info!("leading");
+    let guarded = guarded_client(config, metrics.clone(), leadership.guard())
+        .map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
     let lost = leadership.lost();
     let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<bool>();
     let stop = async move {
@@ -129,8 +152,9 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
         };
         let _ = stop_sender.send(lost_leadership);
     };
-    controller::run_controller(client, options, metrics, ready, stop).await;
-    drop(leadership);
+    controller::run_controller(guarded, options, metrics, ready, stop).await;
+    // Given up at once, so that a standby takes over without waiting for the Lease to expire.
+    leadership.release(RELEASE_TIMEOUT).await;
     match stop_receiver.await {
         Ok(true) => Err("lost the leader lease; stopping so that only the leader writes".into()),
         _ => Ok(()),

@@ -5,5 +5,6 @@ mod config_depth;
 mod debounce;
 mod decoding;
 mod honest_status;
+mod leader;
 mod shutdown;
 mod size_and_flood;
