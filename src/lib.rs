@@ -8,6 +8,7 @@ pub mod config;
 pub mod controller;
 pub mod crd;
 pub mod execute;
+pub mod files;
 pub mod http;
 pub mod journal;
 pub mod leader;

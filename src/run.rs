@@ -82,6 +82,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
         }
     };
     let metrics = Metrics::shared();
+    check_kubeconfig_size()?;
     let config = kube::Config::infer().await.map_err(|e| format!("cannot configure the Kubernetes client: {e}"))?;
     let client =
         client(config.clone(), metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
@@ -159,6 +160,21 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
         Ok(true) => Err("lost the leader lease; stopping so that only the leader writes".into()),
         _ => Ok(()),
     }
+}
+
+/// The kubeconfig files the client will read (`KUBECONFIG`, else `~/.kube/config`) must be of a
+/// kubeconfig's size: kube reads them whole.
+fn check_kubeconfig_size() -> Result<(), String> {
+    let paths: Vec<std::path::PathBuf> = match std::env::var_os("KUBECONFIG") {
+        Some(list) => std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()).collect(),
+        None => {
+            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".kube/config")).into_iter().collect()
+        }
+    };
+    for path in paths.iter().filter(|p| p.exists()) {
+        crate::files::read(path, crate::files::KUBECONFIG_LIMIT).map_err(|e| format!("the kubeconfig {e}"))?;
+    }
+    Ok(())
 }
 
 /// Writes out the journal's queue when `run` returns.

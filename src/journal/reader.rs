@@ -1,6 +1,7 @@
 //! Reading journals back: every line a record, every problem named with its file and line.
 
 use std::io::BufRead;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -37,29 +38,52 @@ pub enum ReadError {
     Older { file: String, line: usize, found: u64 },
 }
 
-/// The records of `files`, in order.
+/// The records of `files`, in order, all in memory (see [`visit_files`] for one at a time).
 pub fn read_files(files: &[PathBuf]) -> Result<Read, ReadError> {
-    let mut read = Read::default();
+    let mut entries = Vec::new();
+    let warnings = visit_files(files, |entry| {
+        entries.push(entry);
+        ControlFlow::Continue(())
+    })?;
+    Ok(Read { entries, warnings })
+}
+
+/// Hands the records of `files` to `visit` one at a time, in order, until it breaks: a journal of any
+/// size is read in the memory of one record. Returns the warnings (skipped torn last lines).
+pub fn visit_files(
+    files: &[PathBuf],
+    mut visit: impl FnMut(Entry) -> ControlFlow<()>,
+) -> Result<Vec<String>, ReadError> {
+    let mut warnings = Vec::new();
     for file in files {
         let io = |e: std::io::Error| ReadError::Io { file: file.display().to_string(), problem: e.to_string() };
         let handle = std::fs::File::open(file).map_err(io)?;
-        let part = parse_from(file, std::io::BufReader::new(handle))?;
-        read.entries.extend(part.entries);
-        read.warnings.extend(part.warnings);
+        if parse_from(file, std::io::BufReader::new(handle), &mut warnings, &mut visit)?.is_break() {
+            break;
+        }
     }
-    Ok(read)
+    Ok(warnings)
 }
 
 /// The records of one journal's text.
 pub fn parse(file: &Path, text: &str) -> Result<Read, ReadError> {
-    parse_from(file, text.as_bytes())
+    let (mut entries, mut warnings) = (Vec::new(), Vec::new());
+    let _ = parse_from(file, text.as_bytes(), &mut warnings, &mut |entry| {
+        entries.push(entry);
+        ControlFlow::Continue(())
+    })?;
+    Ok(Read { entries, warnings })
 }
 
 /// Blank lines are skipped. A last line without its newline that does not read is what a writer
 /// leaves when it stops mid-line: skipped with a warning, not an error.
-fn parse_from(file: &Path, mut input: impl BufRead) -> Result<Read, ReadError> {
+fn parse_from(
+    file: &Path,
+    mut input: impl BufRead,
+    warnings: &mut Vec<String>,
+    visit: &mut impl FnMut(Entry) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>, ReadError> {
     let shown = || file.display().to_string();
-    let mut read = Read::default();
     let mut bytes = Vec::new();
     let mut number = 0;
     loop {
@@ -77,12 +101,15 @@ fn parse_from(file: &Path, mut input: impl BufRead) -> Result<Read, ReadError> {
         }
         match parse_line(line) {
             Ok(record) => match check(&record) {
-                None => read.entries.push(Entry { file: file.to_owned(), line: number, record }),
+                None => {
+                    if visit(Entry { file: file.to_owned(), line: number, record }).is_break() {
+                        return Ok(ControlFlow::Break(()));
+                    }
+                }
                 Some(problem) => return Err(ReadError::Malformed { file: shown(), line: number, problem }),
             },
             Err(_) if !complete => {
-                read.warnings
-                    .push(format!("{}:{number}: skipped a torn last line (the writer stopped mid-line)", shown()));
+                warnings.push(format!("{}:{number}: skipped a torn last line (the writer stopped mid-line)", shown()));
             }
             Err(Problem::Format(found)) if found > u64::from(FORMAT) => {
                 return Err(ReadError::Newer { file: shown(), line: number, found });
@@ -93,7 +120,7 @@ fn parse_from(file: &Path, mut input: impl BufRead) -> Result<Read, ReadError> {
             }
         }
     }
-    Ok(read)
+    Ok(ControlFlow::Continue(()))
 }
 
 enum Problem {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use super::Record;
 use super::compare;
-use super::reader::{Entry, ReadError, read_files};
+use std::ops::ControlFlow;
+
+use super::reader::{Entry, ReadError, visit_files};
 use crate::controller::StatusWrite;
 
 /// What replaying one record found.
@@ -70,24 +72,31 @@ pub enum ReplayError {
     NoSuchRecord { asked: usize, count: usize },
 }
 
+/// Replays record by record: a journal of any size takes the memory of one record (and the report).
 pub fn run(args: &ReplayArgs) -> Result<ReplayOutput, ReplayError> {
-    let read = read_files(&args.files)?;
-    let (entries, warnings) = (read.entries, read.warnings);
     if let Some(asked) = args.explain {
-        let entry = asked
-            .checked_sub(1)
-            .and_then(|i| entries.get(i))
-            .ok_or(ReplayError::NoSuchRecord { asked, count: entries.len() })?;
-        return Ok(ReplayOutput { warnings, ..explain(asked, entry) });
+        let mut seen = 0;
+        let mut explained = None;
+        // Read to the end all the same: a journal with a malformed record is reported as such.
+        let warnings = visit_files(&args.files, |entry| {
+            seen += 1;
+            if seen == asked {
+                explained = Some(explain(asked, &entry));
+            }
+            ControlFlow::Continue(())
+        })?;
+        let output = explained.ok_or(ReplayError::NoSuchRecord { asked, count: seen })?;
+        return Ok(ReplayOutput { warnings, ..output });
     }
     let mut out = String::new();
-    let (mut identical, mut divergent, mut skipped) = (0, 0, 0);
-    for (index, entry) in entries.iter().enumerate() {
+    let (mut identical, mut divergent, mut skipped, mut count) = (0, 0, 0, 0);
+    let warnings = visit_files(&args.files, |entry| {
+        count += 1;
         match verdict(&entry.record) {
             Verdict::Identical => identical += 1,
             Verdict::Divergent(lines) => {
                 divergent += 1;
-                let _ = writeln!(out, "divergent: {}", heading(index + 1, entry));
+                let _ = writeln!(out, "divergent: {}", heading(count, &entry));
                 for line in lines {
                     let _ = writeln!(out, "  {line}");
                 }
@@ -95,16 +104,16 @@ pub fn run(args: &ReplayArgs) -> Result<ReplayOutput, ReplayError> {
             }
             Verdict::Skipped(why) => {
                 skipped += 1;
-                let _ = writeln!(out, "skipped: {} (could not observe: {why})", heading(index + 1, entry));
+                let _ = writeln!(out, "skipped: {} (could not observe: {why})", heading(count, &entry));
             }
         }
-    }
+        ControlFlow::Continue(())
+    })?;
     let files = args.files.len();
     let _ = writeln!(
         out,
-        "replayed {} record{} of {files} file{}: {identical} identical, {divergent} divergent, {skipped} skipped",
-        entries.len(),
-        if entries.len() == 1 { "" } else { "s" },
+        "replayed {count} record{} of {files} file{}: {identical} identical, {divergent} divergent, {skipped} skipped",
+        if count == 1 { "" } else { "s" },
         if files == 1 { "" } else { "s" },
     );
     Ok(ReplayOutput { stdout: out, warnings, exit_code: if divergent > 0 { 1 } else { 0 } })

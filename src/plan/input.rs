@@ -31,8 +31,14 @@ fn error(file: &Path, message: impl Into<String>) -> InputError {
     InputError { file: file.to_owned(), message: message.into() }
 }
 
-fn read(file: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(file).map_err(|e| error(file, format!("cannot read the file: {e}")))
+fn read(file: &Path, limit: u64) -> Result<String, InputError> {
+    crate::files::read_text(file, limit).map_err(|e| InputError { file: file.to_owned(), message: without_path(&e) })
+}
+
+/// The error's message without the path (an `InputError` names the file itself).
+fn without_path(error: &crate::files::FileError) -> String {
+    let text = error.to_string();
+    text.split_once(": ").map(|(_, rest)| rest.to_owned()).unwrap_or(text)
 }
 
 /// The objects of a cluster snapshot, by kind.
@@ -49,7 +55,7 @@ pub struct ClusterObjects {
 
 /// Reads exactly one Blueprint from a YAML or JSON file.
 pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
-    let text = read(file)?;
+    let text = read(file, crate::files::BLUEPRINT_FILE_LIMIT)?;
     blueprint_from_text(file, &text)
 }
 
@@ -81,17 +87,29 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
     serde_saphyr::from_str::<Blueprint>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
 }
 
-/// Reads Kubernetes objects: a `List`, or one or more YAML documents.
+/// Reads Kubernetes objects: a `List`, or one or more YAML documents. The YAML budget grows with the
+/// file (a real cluster of thousands of objects has millions of nodes), while the limits that stop
+/// alias bombs and deep nesting stay at the parser's defaults; the file's text is dropped once it is
+/// parsed, and every object is moved, not copied, into its type.
 pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
-    let text = read(file)?;
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    let text = read(file, crate::files::CLUSTER_FILE_LIMIT)?;
+    let size = text.len();
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_nodes: size.max(250_000),
+            max_events: (2 * size).max(1_000_000),
+            max_total_scalar_bytes: size.max(64 << 20),
+        },
+    };
+    let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(&text, options)
+        .map_err(|e| error(file, format!("not valid YAML: {e}")))?;
+    drop(text);
     let mut items = Vec::new();
-    for document in documents.into_iter().filter(|d| !d.is_null()) {
-        let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+    for mut document in documents.into_iter().filter(|d| !d.is_null()) {
+        let kind = document.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
         if kind == "List" || kind.ends_with("List") {
-            match document.get("items") {
-                Some(Value::Array(list)) => items.extend(list.iter().cloned()),
+            match document.get_mut("items").map(Value::take) {
+                Some(Value::Array(list)) => items.extend(list),
                 Some(Value::Null) | None => {}
                 Some(_) => return Err(error(file, format!("{kind}.items must be a list"))),
             }
@@ -135,7 +153,7 @@ pub fn read_descriptors(dir: Option<&Path>, wanted: &[(String, String)]) -> Resu
                 }
                 Some(path) if !path.exists() => DescriptorLookup::NotFound,
                 Some(path) => {
-                    let text = read(&path)?;
+                    let text = read(&path, crate::files::DESCRIPTOR_FILE_LIMIT)?;
                     let descriptor: DoguDescriptor =
                         serde_json::from_str(&text).map_err(|e| error(&path, format!("not a valid dogu.json: {e}")))?;
                     DescriptorLookup::Found { descriptor }

@@ -17,8 +17,11 @@ pub fn client_config(extra_ca: Option<&Path>) -> Result<ClientConfig, String> {
     roots.add_parsable_certificates(native.certs);
     if let Some(path) = extra_ca {
         let shown = path.display();
-        let certificates = CertificateDer::pem_file_iter(path)
-            .map_err(|e| format!("cannot read the CA file {shown}: {e}"))?
+        let bytes = crate::files::read(path, crate::files::CA_FILE_LIMIT).map_err(|e| match e {
+            crate::files::FileError::Io { source, .. } => format!("cannot read the CA file {shown}: {source}"),
+            other => format!("the CA file {other}"),
+        })?;
+        let certificates = CertificateDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("the CA file {shown} is not PEM: {e}"))?;
         if certificates.is_empty() {

@@ -38,8 +38,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     };
     let cluster = match &args.cluster {
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the file: {e}", path.display()))?;
+            let text = crate::files::read_text(path, crate::files::CLUSTER_FILE_LIMIT).map_err(|e| e.to_string())?;
             seed::objects(&text).map_err(|e| format!("{}: {e}", path.display()))?
         }
         None => seed::objects(seed::DEFAULT_CLUSTER)?,

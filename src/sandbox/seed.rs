@@ -70,7 +70,8 @@ pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, String> {
             if path.is_dir() {
                 pending.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text =
+                    crate::files::read_text(&path, crate::files::DESCRIPTOR_FILE_LIMIT).map_err(|e| e.to_string())?;
                 found.push(SeedDescriptor::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
             }
         }

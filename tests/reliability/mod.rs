@@ -4,6 +4,7 @@
 mod config_depth;
 mod debounce;
 mod decoding;
+mod files;
 mod honest_status;
 mod leader;
 mod shutdown;
