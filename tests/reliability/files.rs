@@ -10,25 +10,31 @@ fn binary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
 }
 
-/// Runs `command` to its end: exit code, stderr, and the child's peak resident memory in KiB.
-// The child is reaped by `wait4` (which also gives its resource usage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// Runs `command` to its end: exit code, stderr, and the child's peak resident memory in KiB. The peak
+/// is the kernel's high-water mark (`VmHWM`, which starts afresh at `exec`, so the test process's own
+/// memory is not counted), read every 10 ms while the child runs.
 fn run_measured(mut command: Command) -> (i32, String, u64) {
-    let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut stderr = child.stderr.unwrap();
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
         text
     });
-    let mut status = 0;
-    // SAFETY: a plain libc call on a child of this process, with valid pointers to locals.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, reader.join().unwrap(), usage.ru_maxrss as u64)
+    let mut peak = 0;
+    let status = loop {
+        let high_water = std::fs::read_to_string(&status_file).ok().and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak = peak.max(high_water.unwrap_or(0));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    (status.code().unwrap_or(-1), reader.join().unwrap(), peak)
 }
 
 #[test]
