@@ -90,7 +90,8 @@ pub async fn run(
     let now = || Time(Timestamp::from_second((clock)().as_second()).unwrap_or_else(|_| (clock)()));
 
     let mut dogu_work: BTreeMap<String, (Work, Instant)> = BTreeMap::new();
-    // What this operator finished last, per dogu: until its cache shows the write, the dogu is done.
+    // What this operator finished last, per dogu object (its uid: a deleted and re-created Dogu is a
+    // new one, even if this operator never saw it gone): until its cache shows the write, it is done.
     let mut finished: BTreeMap<String, (String, Time)> = BTreeMap::new();
     let mut component_work: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut known_dogus: BTreeSet<String> = BTreeSet::new();
@@ -105,9 +106,12 @@ pub async fn run(
             dogu_work.remove(&gone);
         }
         known_dogus = current.keys().cloned().collect();
+        let uids: BTreeSet<String> = current.values().filter_map(|d| d.metadata.uid.clone()).collect();
+        finished.retain(|uid, _| uids.contains(uid));
         for (name, dogu) in &current {
+            let uid = dogu.metadata.uid.clone().unwrap_or_default();
             let mut status = dogu.status.clone().unwrap_or_default();
-            if let Some((version, started)) = finished.get(name)
+            if let Some((version, started)) = finished.get(&uid)
                 && *version == dogu.spec.version
                 && (status.installed_version.as_deref() != Some(version.as_str())
                     || status.started_at.as_ref().is_none_or(|s| s < started))
@@ -194,7 +198,7 @@ pub async fn run(
                             Work::Restart => installed_version.clone(),
                         };
                         let started_at = now();
-                        finished.insert(name.clone(), (version.clone(), started_at.clone()));
+                        finished.insert(uid.clone(), (version.clone(), started_at.clone()));
                         let _ = dogu_api
                             .patch_status(
                                 name,

@@ -139,9 +139,16 @@ fn basic_user(headers: &HeaderMap, name: header::HeaderName) -> Option<(String, 
     Some((user.to_owned(), password.to_owned()))
 }
 
-/// `/dogus/<ns>/<name>/<version>` (default schema) or `/<ns>/<name>/<version>/index.json` (index).
+/// `/dogus/<ns>/<name>/<version>` (default schema) or `/<ns>/<name>/<version>/index.json` (index), each
+/// segment percent-decoded (as clients encode them).
 fn descriptor_key(path: &str) -> Option<(String, String)> {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let decoded: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(|segment| percent_encoding::percent_decode_str(segment).decode_utf8().map(|s| s.into_owned()))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     match segments.as_slice() {
         ["dogus", namespace, name, version] => Some((format!("{namespace}/{name}"), (*version).to_owned())),
         [namespace, name, version, "index.json"] => Some((format!("{namespace}/{name}"), (*version).to_owned())),

@@ -59,6 +59,22 @@ pub fn builtin_descriptors() -> Vec<SeedDescriptor> {
         .collect()
 }
 
+/// A descriptor is served under the name and version it states; one stored under another dogu's path
+/// would shadow that dogu's descriptor (or be served twice), so the path must say what it holds.
+fn check_place(dir: &Path, path: &Path, descriptor: &DoguDescriptor) -> Result<(), String> {
+    let expected = dir.join(&descriptor.name).join(format!("{}.json", descriptor.version));
+    if path == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: the descriptor of {} {} must be stored as {}",
+        path.display(),
+        descriptor.name,
+        descriptor.version,
+        expected.display()
+    ))
+}
+
 /// Every `DIR/<namespace>/<name>/<version>.json`.
 pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, String> {
     let mut found = Vec::new();
@@ -72,7 +88,9 @@ pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, String> {
             } else if path.extension().is_some_and(|e| e == "json") {
                 let text =
                     crate::files::read_text(&path, crate::files::DESCRIPTOR_FILE_LIMIT).map_err(|e| e.to_string())?;
-                found.push(SeedDescriptor::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+                let seed = SeedDescriptor::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                check_place(dir, &path, &seed.descriptor)?;
+                found.push(seed);
             }
         }
     }

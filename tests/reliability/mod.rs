@@ -7,5 +7,6 @@ mod decoding;
 mod files;
 mod honest_status;
 mod leader;
+mod sandbox_gaps;
 mod shutdown;
 mod size_and_flood;

@@ -495,7 +495,7 @@ async fn drift_is_corrected_after_completion() {
     sandbox.shutdown().await;
 }
 
-async fn wait_for(sandbox: &mut Sandbox, condition: impl Fn(&Sandbox) -> bool) {
+pub async fn wait_for(sandbox: &mut Sandbox, condition: impl Fn(&Sandbox) -> bool) {
     for _ in 0..6000 {
         sandbox.follow_rollouts().await;
         if condition(sandbox) {
