@@ -73,7 +73,8 @@ fn installed(size: Size, version: &str) -> Vec<Dogu> {
 
 fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Observation {
     let blueprint = blueprint(size, wanted);
-    let descriptors = blueprint_machine::wanted_descriptors(&blueprint)
+    let descriptors = blueprint_machine::Reading::of(&blueprint)
+        .wanted_descriptors()
         .into_iter()
         .map(|(name, version)| DescriptorEntry {
             lookup: DescriptorLookup::Found {

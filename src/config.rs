@@ -51,8 +51,6 @@ pub struct Settings {
     pub identity: String,
 }
 
-pub const LEASE_NAME: &str = "k8s-blueprint-operator-leader";
-
 /// A longer window would hold every change for longer than anyone waits for an operator to react.
 pub const MAX_DEBOUNCE_WINDOW: Duration = Duration::from_secs(60);
 /// The longest a change may wait for its reconcile while other changes keep coming.

@@ -27,11 +27,9 @@ use serde_json::json;
 
 use blueprint_machine::api::{Component, Dogu};
 use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind, Operation};
-use blueprint_machine::objects::MANAGER;
+use blueprint_machine::naming::FIELD_MANAGER;
 use blueprint_machine::observation::ObjectBase;
 use blueprint_machine::registry_config::{self, DATA_KEY};
-
-use crate::observe::{DOGU_LABEL, TYPE_LABEL};
 
 /// Why an action could not be performed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,8 +71,8 @@ impl Executor {
     }
 
     pub async fn perform(&self, action: &Action) -> Result<(), Failure> {
-        let post = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
-        let patch = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let post = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
+        let patch = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         match &action.operation {
             Operation::CreateDogu { object } => {
                 let api = self.api::<Dogu>();
@@ -189,9 +187,9 @@ impl Executor {
             .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
         let text = registry_config::render(&entries);
 
-        let labels = config_labels(target);
-        let patch_params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
-        let post = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let labels = blueprint_machine::naming::config_labels(target);
+        let patch_params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
+        let post = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         let result = if sensitive {
             let api = self.api::<Secret>();
             match resource_version {
@@ -262,25 +260,6 @@ impl Executor {
             )
         })
     }
-}
-
-/// Labels of config objects in the registry format.
-fn config_labels(target: &ConfigTarget) -> BTreeMap<String, String> {
-    let mut labels = BTreeMap::from([("app".to_owned(), "ces".to_owned())]);
-    match target {
-        ConfigTarget::Global => {
-            labels.insert(TYPE_LABEL.to_owned(), "global-config".to_owned());
-        }
-        ConfigTarget::Dogu(dogu) => {
-            labels.insert(TYPE_LABEL.to_owned(), "dogu-config".to_owned());
-            labels.insert(DOGU_LABEL.to_owned(), dogu.clone());
-        }
-        ConfigTarget::Sensitive(dogu) => {
-            labels.insert(TYPE_LABEL.to_owned(), "sensitive-config".to_owned());
-            labels.insert(DOGU_LABEL.to_owned(), dogu.clone());
-        }
-    }
-    labels
 }
 
 fn tolerate_not_found(result: Result<impl Sized, kube::Error>) -> Result<(), Failure> {

@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use blueprint_machine::objects::MANAGER;
+use blueprint_machine::naming::FIELD_MANAGER;
 
 /// How long a Lease holds, and how the leader keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,7 +217,7 @@ impl Elector {
             };
             return match self
                 .api
-                .create(&PostParams { field_manager: Some(MANAGER.into()), ..Default::default() }, &lease)
+                .create(&PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() }, &lease)
                 .await
             {
                 Ok(_) => Ok(true),

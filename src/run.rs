@@ -7,7 +7,9 @@ use std::time::Duration;
 use kube::client::ClientBuilder;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::{LEASE_NAME, Settings};
+use blueprint_machine::naming::LEASE;
+
+use crate::config::Settings;
 use crate::controller::{self, Options};
 use crate::journal::{JournalSettings, JournalWriter};
 use crate::leader::{self, Leadership, LeaseTiming, WriteGuard};
@@ -132,7 +134,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
 
     // The Lease is kept with its own client; everything else writes only while this replica leads.
     let mut leadership =
-        Leadership::start(client, &settings.namespace, LEASE_NAME, &settings.identity, LeaseTiming::default());
+        Leadership::start(client, &settings.namespace, LEASE, &settings.identity, LeaseTiming::default());
     tracing::info!(identity = %settings.identity, "waiting to lead");
     let mut terminated = Box::pin(termination());
     tokio::select! {

@@ -14,7 +14,7 @@ use kube::{Client, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use blueprint_machine::objects::MANAGER;
+use blueprint_machine::naming::FIELD_MANAGER;
 
 /// A `/status` merge patch. It borrows what it sends whole from the wanted status, so that those fields
 /// are serialized straight into the request body: a 1,000-dogu status is megabytes as
@@ -203,7 +203,7 @@ pub async fn write(
     name: &str,
     patch: &StatusPatch<'_>,
 ) -> Result<Option<String>, kube::Error> {
-    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
     let mut request = Request::new(Blueprint::url_path(&(), Some(namespace)))
         .patch_subresource("status", name, &params, &Patch::Merge(patch))
         .map_err(kube::Error::BuildRequest)?;

@@ -164,10 +164,8 @@ pub enum ConfigTarget {
 impl ConfigTarget {
     pub fn object_name(&self) -> String {
         match self {
-            ConfigTarget::Global => "global-config".to_owned(),
-            ConfigTarget::Dogu(dogu) | ConfigTarget::Sensitive(dogu) => {
-                format!("{}-config", dogu.to_lowercase())
-            }
+            ConfigTarget::Global => crate::naming::GLOBAL_CONFIG.to_owned(),
+            ConfigTarget::Dogu(dogu) | ConfigTarget::Sensitive(dogu) => crate::naming::dogu_config(dogu),
         }
     }
 

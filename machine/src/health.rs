@@ -8,7 +8,6 @@ use serde::Deserialize;
 use crate::model::{Flags, Installed};
 use crate::problem::Problem;
 
-pub const HEALTH_CONFIG_MAP: &str = "k8s-blueprint-operator-health-config";
 const AVAILABLE: &str = "available";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,7 +89,8 @@ fn required_components(config: Option<&BTreeMap<String, String>>) -> Result<Vec<
         Problem::wrap(
             "cannot retrieve required components",
             vec![Problem::new(format!(
-                "failed to parse component health config in ConfigMap \"{HEALTH_CONFIG_MAP}\": {e}"
+                "failed to parse component health config in ConfigMap \"{}\": {e}",
+                crate::naming::HEALTH_CONFIG
             ))],
         )
     })?;

@@ -13,9 +13,11 @@ pub mod events;
 pub mod forbidden;
 pub mod health;
 pub mod model;
+pub mod naming;
 pub mod objects;
 pub mod observation;
 pub mod problem;
+pub mod reading;
 pub mod reconcile;
 pub mod references;
 pub mod registry_config;
@@ -25,4 +27,5 @@ pub mod validation;
 
 pub use decision::{Action, ApplyFailure, Decision, Event, EventType, FailureKind, Operation, Requeue, Stage, State};
 pub use observation::Observation;
-pub use reconcile::{reconcile, record_failure, referenced_secrets, wanted_descriptors};
+pub use reading::Reading;
+pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_read, record_failure};

@@ -13,8 +13,6 @@ use crate::diff::{ComponentAction, ComponentChange, DoguAction, DoguChange};
 use crate::model::installed::{ANNOTATION_BODY_SIZE, ANNOTATION_CONFIGURATION_SNIPPET, ANNOTATION_REWRITE_TARGET};
 use crate::model::{ReverseProxy, TargetComponent, TargetDogu};
 
-pub const MANAGER: &str = "k8s-blueprint-operator";
-
 /// The Dogu CR that installs `target`.
 pub fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
     let simple = &target.name.simple;
@@ -27,7 +25,7 @@ pub fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
         ("app.kubernetes.io/name", label_value(simple)),
         ("app.kubernetes.io/version", label_value(&version)),
         ("app.kubernetes.io/part-of", "ces".to_owned()),
-        ("app.kubernetes.io/managed-by", MANAGER.to_owned()),
+        ("app.kubernetes.io/managed-by", crate::naming::FIELD_MANAGER.to_owned()),
     ];
     let annotations = annotations(&target.reverse_proxy);
     Dogu {
@@ -143,7 +141,7 @@ pub fn component_object(target: &TargetComponent, deploy_config: &Map<String, Va
         ("app.kubernetes.io/name", label_value(simple)),
         ("app.kubernetes.io/version", label_value(&version)),
         ("app.kubernetes.io/part-of", "ces".to_owned()),
-        ("app.kubernetes.io/managed-by", MANAGER.to_owned()),
+        ("app.kubernetes.io/managed-by", crate::naming::FIELD_MANAGER.to_owned()),
     ];
     Component {
         metadata: ObjectMeta {

@@ -12,9 +12,6 @@ use serde::{Deserialize, Serialize};
 use crate::api::{Blueprint, Component, Dogu};
 use crate::model::DoguDescriptor;
 
-/// The qualified name of the operator's own component.
-pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
-
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Observation {
@@ -86,7 +83,7 @@ pub struct OperatorFacts {
 
 impl OperatorFacts {
     pub fn new(namespace: impl Into<String>, version: Option<String>) -> Self {
-        OperatorFacts { namespace: namespace.into(), component: OWN_COMPONENT.to_owned(), version }
+        OperatorFacts { namespace: namespace.into(), component: crate::naming::OWN_COMPONENT.to_owned(), version }
     }
 }
 

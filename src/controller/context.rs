@@ -264,7 +264,7 @@ impl Context {
 
         let referenced = match blueprint.as_deref() {
             Some(blueprint) => {
-                let names = blueprint_machine::referenced_secrets(blueprint);
+                let names = blueprint_machine::Reading::of(blueprint).referenced_secrets();
                 let api = Api::<Decoded<Secret>>::namespaced(self.client.clone(), &self.namespace);
                 self.secrets
                     .observe(&names, &self.stores.secret_metadata, &api, &self.namespace, &self.digester)
@@ -274,7 +274,8 @@ impl Context {
             None => Default::default(),
         };
         // Concurrently: on a fresh install every wanted descriptor may need the remote registry.
-        let wanted = blueprint.as_deref().map(blueprint_machine::wanted_descriptors).unwrap_or_default();
+        let wanted =
+            blueprint.as_deref().map(|b| blueprint_machine::Reading::of(b).wanted_descriptors()).unwrap_or_default();
         let descriptors = futures::future::join_all(wanted.into_iter().map(|(name, version)| async move {
             let lookup = self.descriptors.lookup(&name, &version).await;
             DescriptorEntry { name, version, lookup }

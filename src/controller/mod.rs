@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
-use blueprint_machine::health::HEALTH_CONFIG_MAP;
+use blueprint_machine::naming::selector;
 
 pub use context::{Context, Outcome, StatusWrite, Stores};
 pub use debounce::Debounce;
@@ -104,15 +104,17 @@ pub async fn run_controller(
     let (dogus, dogu_changes) = reflect(Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =
         reflect(Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
-    let (config_maps, config_map_changes) =
-        reflect(Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns), watcher::Config::default().labels("app=ces"));
+    let (config_maps, config_map_changes) = reflect(
+        Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
+        watcher::Config::default().labels(selector::CES_OBJECTS),
+    );
     let (health_config, health_changes) = reflect(
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
-        watcher::Config::default().fields(&format!("metadata.name={HEALTH_CONFIG_MAP}")),
+        watcher::Config::default().fields(&selector::health_config()),
     );
     let (sensitive_configs, sensitive_changes) = reflect(
         Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
-        watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
+        watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
     );
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
     let (secret_metadata, secret_changes) =

@@ -22,7 +22,7 @@ use kube::{Resource, ResourceExt};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 
-use crate::observe::config_kind;
+use crate::observe::config_target;
 use crate::observe::decoded::Decoded;
 
 /// A stream of watch events, as the reflectors pass them on.
@@ -63,7 +63,7 @@ impl Targets {
                 let generation = blueprint.metadata.generation.unwrap_or_default();
                 let entry = references.entry(blueprint.name_any()).or_insert_with(|| (i64::MIN, Arc::default()));
                 if entry.0 != generation {
-                    *entry = (generation, Arc::new(blueprint_machine::referenced_secrets(blueprint)));
+                    *entry = (generation, Arc::new(blueprint_machine::Reading::of(blueprint).referenced_secrets()));
                 }
                 entry.1.contains(name)
             })
@@ -139,5 +139,5 @@ pub fn any_secret(_: &Decoded<Secret>) -> bool {
 
 /// Global and dogu config; not the local dogu registry's ConfigMaps.
 pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
-    config_kind(config_map.meta()).is_some()
+    config_target(config_map.meta()).is_some()
 }

@@ -16,7 +16,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
-use blueprint_machine::health::HEALTH_CONFIG_MAP;
+use blueprint_machine::decision::ConfigTarget;
+use blueprint_machine::naming::{self, HEALTH_CONFIG};
 use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest, UndecodableObject,
 };
@@ -26,27 +27,9 @@ use decoded::Undecodable;
 
 pub use digest::Digester;
 
-pub const TYPE_LABEL: &str = "k8s.cloudogu.com/type";
-pub const DOGU_LABEL: &str = "dogu.name";
-pub const GLOBAL_CONFIG: &str = "global-config";
-
-/// What a registry-labelled config object holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigKind {
-    Global,
-    Dogu(String),
-    Sensitive(String),
-}
-
-/// The kind of config a ConfigMap or Secret holds, from its labels.
-pub fn config_kind(meta: &ObjectMeta) -> Option<ConfigKind> {
-    let labels = meta.labels.as_ref()?;
-    match labels.get(TYPE_LABEL)?.as_str() {
-        "global-config" => Some(ConfigKind::Global),
-        "dogu-config" => labels.get(DOGU_LABEL).map(|d| ConfigKind::Dogu(d.clone())),
-        "sensitive-config" => labels.get(DOGU_LABEL).map(|d| ConfigKind::Sensitive(d.clone())),
-        _ => None,
-    }
+/// Which config a ConfigMap or Secret holds, from its labels (`blueprint_machine::naming`).
+pub fn config_target(meta: &ObjectMeta) -> Option<ConfigTarget> {
+    naming::config_target(meta.labels.as_ref())
 }
 
 /// When the object was last written.
@@ -151,12 +134,12 @@ impl Snapshot<'_> {
         let mut dogu_configs = BTreeMap::new();
         let mut health_config = None;
         for config_map in &self.config_maps {
-            if config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG_MAP) {
+            if config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG) {
                 health_config = Some(config_map.data.clone().unwrap_or_default());
             }
-            match config_kind(&config_map.metadata) {
-                Some(ConfigKind::Global) => global_config = config_map_observation(config_map),
-                Some(ConfigKind::Dogu(dogu)) => {
+            match config_target(&config_map.metadata) {
+                Some(ConfigTarget::Global) => global_config = config_map_observation(config_map),
+                Some(ConfigTarget::Dogu(dogu)) => {
                     dogu_configs.insert(dogu, config_map_observation(config_map));
                 }
                 _ => {}
@@ -164,7 +147,7 @@ impl Snapshot<'_> {
         }
         let mut sensitive_configs = BTreeMap::new();
         for secret in &self.secrets {
-            if let Some(ConfigKind::Sensitive(dogu)) = config_kind(&secret.metadata) {
+            if let Some(ConfigTarget::Sensitive(dogu)) = config_target(&secret.metadata) {
                 sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
             }
         }
@@ -172,12 +155,12 @@ impl Snapshot<'_> {
         // does not fit is unreadable to the machine (it blocks what concerns it).
         let mut undecodable = Vec::new();
         for (kind, object) in &self.undecodable {
-            match (*kind, config_kind(&object.metadata)) {
-                ("ConfigMap", Some(ConfigKind::Global)) => global_config = malformed(object),
-                ("ConfigMap", Some(ConfigKind::Dogu(dogu))) => {
+            match (*kind, config_target(&object.metadata)) {
+                ("ConfigMap", Some(ConfigTarget::Global)) => global_config = malformed(object),
+                ("ConfigMap", Some(ConfigTarget::Dogu(dogu))) => {
                     dogu_configs.insert(dogu, malformed(object));
                 }
-                ("Secret", Some(ConfigKind::Sensitive(dogu))) => {
+                ("Secret", Some(ConfigTarget::Sensitive(dogu))) => {
                     sensitive_configs.insert(dogu, malformed(object));
                 }
                 ("Dogu" | "Component", _) => undecodable.push(UndecodableObject {
@@ -214,7 +197,11 @@ impl Snapshot<'_> {
     /// The Secrets the blueprint references, digested from `secrets`; a name without a Secret there is
     /// missing.
     fn digest_referenced_secrets(&self, digester: &Digester) -> BTreeMap<String, ReferencedSecret> {
-        let referenced = self.blueprint.as_deref().map(blueprint_machine::referenced_secrets).unwrap_or_default();
+        let referenced = self
+            .blueprint
+            .as_deref()
+            .map(|b| blueprint_machine::Reading::of(b).referenced_secrets())
+            .unwrap_or_default();
         let mut digested = BTreeMap::new();
         for secret in &self.secrets {
             if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
@@ -239,5 +226,5 @@ fn malformed<V>(object: &Undecodable) -> ConfigObservation<V> {
 
 /// Whether a ConfigMap is the health config (it need not carry the registry labels).
 pub fn is_health_config(config_map: &ConfigMap) -> bool {
-    config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG_MAP)
+    config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG)
 }

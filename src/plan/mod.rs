@@ -148,7 +148,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         warnings.push(format!("ignoring {skipped} object(s) outside the namespace {namespace:?}"));
     }
 
-    let wanted = blueprint_machine::wanted_descriptors(&blueprint);
+    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
     let descriptors = input::read_descriptors(args.descriptors.as_deref(), &wanted)?;
     let now = args.now.unwrap_or_else(now_in_seconds);
     let snapshot = Snapshot {

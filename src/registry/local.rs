@@ -13,9 +13,7 @@ use crate::observe::decoded::Decoded;
 use serde_json::json;
 
 use blueprint_machine::model::DoguDescriptor;
-use blueprint_machine::objects::MANAGER;
-
-pub const LOCAL_REGISTRY_TYPE: &str = "local-dogu-registry";
+use blueprint_machine::naming::{self, FIELD_MANAGER};
 
 /// How often an add re-reads the ConfigMap after a conflict before giving up (the write is only a
 /// cache fill: the next lookup tries again).
@@ -37,7 +35,7 @@ pub struct LocalStore {
 }
 
 pub fn config_map_name(qualified_name: &str) -> String {
-    format!("dogu-spec-{}", simple_name(qualified_name))
+    naming::local_registry(simple_name(qualified_name))
 }
 
 fn simple_name(qualified_name: &str) -> &str {
@@ -84,7 +82,7 @@ impl LocalStore {
                         "metadata": {"resourceVersion": existing.metadata.resource_version},
                         "data": {descriptor.version.as_str(): text},
                     });
-                    let params = PatchParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+                    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
                     self.api.patch(&name, &params, &Patch::Merge(&patch)).await.map(|_| Added::Patched)
                 }
             };
@@ -102,11 +100,7 @@ impl LocalStore {
 
     async fn create(&self, name: &str, descriptor: &DoguDescriptor, text: &str) -> Result<ConfigMap, kube::Error> {
         let simple = simple_name(&descriptor.name).to_owned();
-        let labels = BTreeMap::from([
-            ("app".to_owned(), "ces".to_owned()),
-            ("dogu.name".to_owned(), simple),
-            ("k8s.cloudogu.com/type".to_owned(), LOCAL_REGISTRY_TYPE.to_owned()),
-        ]);
+        let labels = naming::local_registry_labels(&simple);
         let config_map = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
@@ -117,7 +111,7 @@ impl LocalStore {
             data: Some(BTreeMap::from([(descriptor.version.clone(), text.to_owned())])),
             ..Default::default()
         };
-        let params = PostParams { field_manager: Some(MANAGER.to_owned()), ..Default::default() };
+        let params = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         self.api.create(&params, &config_map).await
     }
 }

@@ -23,7 +23,9 @@ use tokio::time::Instant;
 use blueprint_machine::api::{Component, Dogu};
 
 use crate::observe::decoded::Decoded;
-use crate::observe::{ConfigKind, config_kind, last_updated};
+use crate::observe::{config_target, last_updated};
+use blueprint_machine::decision::ConfigTarget;
+use blueprint_machine::naming::selector;
 
 #[derive(Clone, Debug)]
 pub struct Behaviour {
@@ -74,12 +76,16 @@ pub async fn run(
     // Decoded one by one, as the controller does: an object that does not fit is skipped.
     let dogus = reflect::<Decoded<Dogu>>(&client, &namespace, watcher::Config::default(), wake.clone());
     let components = reflect::<Decoded<Component>>(&client, &namespace, watcher::Config::default(), wake.clone());
-    let configs =
-        reflect::<Decoded<ConfigMap>>(&client, &namespace, watcher::Config::default().labels("app=ces"), wake.clone());
+    let configs = reflect::<Decoded<ConfigMap>>(
+        &client,
+        &namespace,
+        watcher::Config::default().labels(selector::CES_OBJECTS),
+        wake.clone(),
+    );
     let secrets = reflect::<Decoded<Secret>>(
         &client,
         &namespace,
-        watcher::Config::default().labels("k8s.cloudogu.com/type=sensitive-config"),
+        watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
         wake.clone(),
     );
     let dogu_api = Api::<Dogu>::namespaced(client.clone(), &namespace);
@@ -291,14 +297,14 @@ fn health_of<'a>(behaviour: &Behaviour, name: &str) -> &'a str {
 fn config_times(configs: &Store<Decoded<ConfigMap>>, secrets: &Store<Decoded<Secret>>, dogu: &str) -> Vec<Time> {
     let mut times = Vec::new();
     for map in configs.state() {
-        match config_kind(map.meta()) {
-            Some(ConfigKind::Global) => times.extend(last_updated(map.meta())),
-            Some(ConfigKind::Dogu(d)) if d == dogu => times.extend(last_updated(map.meta())),
+        match config_target(map.meta()) {
+            Some(ConfigTarget::Global) => times.extend(last_updated(map.meta())),
+            Some(ConfigTarget::Dogu(d)) if d == dogu => times.extend(last_updated(map.meta())),
             _ => {}
         }
     }
     for secret in secrets.state() {
-        if let Some(ConfigKind::Sensitive(d)) = config_kind(secret.meta())
+        if let Some(ConfigTarget::Sensitive(d)) = config_target(secret.meta())
             && d == dogu
         {
             times.extend(last_updated(secret.meta()));

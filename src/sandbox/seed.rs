@@ -128,9 +128,9 @@ pub fn registry(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
-                "name": format!("dogu-spec-{dogu}"),
+                "name": blueprint_machine::naming::local_registry(&dogu),
                 "namespace": namespace,
-                "labels": {"app": "ces", "dogu.name": dogu, "k8s.cloudogu.com/type": "local-dogu-registry"},
+                "labels": blueprint_machine::naming::local_registry_labels(&dogu),
             },
             "data": versions,
         }))?;

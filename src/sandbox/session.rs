@@ -86,7 +86,10 @@ pub struct Sandbox {
     pub rollout_marks: Vec<usize>,
 }
 
-pub const OWN_COMPONENT: &str = "k8s-blueprint-operator";
+/// The simple name of the operator's own component.
+pub fn own_component() -> &'static str {
+    blueprint_machine::naming::OWN_COMPONENT.rsplit('/').next().unwrap_or_default()
+}
 
 /// The sandbox registry's basic-auth credentials.
 pub const REGISTRY_CREDENTIALS: (&str, &str) = ("sandbox", "sandbox-registry-password");
@@ -244,7 +247,9 @@ impl Sandbox {
     /// Restarts the controller when the component operator installed a new version of it.
     pub async fn follow_rollouts(&mut self) {
         while let Ok((name, version)) = self.installed.try_recv() {
-            if name == OWN_COMPONENT && self.follow_self_upgrade && self.controller_version() != Some(version.as_str())
+            if name == own_component()
+                && self.follow_self_upgrade
+                && self.controller_version() != Some(version.as_str())
             {
                 self.stop_controller().await;
                 self.rollouts.push(version.clone());

@@ -48,7 +48,7 @@ pub struct Model {
 
 impl Model {
     pub fn observe(&self) -> Observation {
-        let wanted = blueprint_machine::wanted_descriptors(&self.blueprint);
+        let wanted = blueprint_machine::Reading::of(&self.blueprint).wanted_descriptors();
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {
@@ -64,7 +64,7 @@ impl Model {
                 DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor } }
             })
             .collect();
-        let referenced = blueprint_machine::referenced_secrets(&self.blueprint);
+        let referenced = blueprint_machine::Reading::of(&self.blueprint).referenced_secrets();
         let referenced_secrets = referenced
             .into_iter()
             .map(|name| {

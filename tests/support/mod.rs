@@ -249,7 +249,8 @@ impl Scenario {
     }
 
     pub fn observe(&self) -> Observation {
-        let wanted = self.blueprint.as_ref().map(blueprint_machine::wanted_descriptors).unwrap_or_default();
+        let wanted =
+            self.blueprint.as_ref().map(|b| blueprint_machine::Reading::of(b).wanted_descriptors()).unwrap_or_default();
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {

@@ -1,0 +1,105 @@
+//! The names, labels and selectors of the objects the operator shares with the rest of the platform
+//! (the dogu operator, the config registry, the component operator, kubectl users), in one place, so
+//! that the machine, the shell and the sandbox cannot disagree about them.
+
+use std::collections::BTreeMap;
+
+use crate::decision::ConfigTarget;
+
+/// The field manager of every write, and the `app.kubernetes.io/managed-by` of the objects created.
+pub const FIELD_MANAGER: &str = "k8s-blueprint-operator";
+/// The operator's own component, as a blueprint names it.
+pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
+/// The Lease of leader election.
+pub const LEASE: &str = "k8s-blueprint-operator-leader";
+/// The ConfigMap of the required components' health (it need not carry the registry labels).
+pub const HEALTH_CONFIG: &str = "k8s-blueprint-operator-health-config";
+/// The ConfigMap of global config.
+pub const GLOBAL_CONFIG: &str = "global-config";
+
+/// The ConfigMap (normal) or Secret (sensitive) of a dogu's config.
+pub fn dogu_config(dogu: &str) -> String {
+    format!("{}-config", dogu.to_lowercase())
+}
+
+/// The local dogu registry's ConfigMap of a dogu's descriptors (shared with the dogu operator).
+pub fn local_registry(simple_name: &str) -> String {
+    format!("dogu-spec-{simple_name}")
+}
+
+/// Labels, and the values the platform gives them.
+pub mod label {
+    pub const APP: &str = "app";
+    pub const APP_CES: &str = "ces";
+    /// What a config object holds: one of the `*_TYPE` values below.
+    pub const CONFIG_TYPE: &str = "k8s.cloudogu.com/type";
+    /// The dogu a config object belongs to.
+    pub const DOGU: &str = "dogu.name";
+    pub const GLOBAL_CONFIG_TYPE: &str = "global-config";
+    pub const DOGU_CONFIG_TYPE: &str = "dogu-config";
+    pub const SENSITIVE_CONFIG_TYPE: &str = "sensitive-config";
+    pub const LOCAL_REGISTRY_TYPE: &str = "local-dogu-registry";
+}
+
+/// The selectors of the operator's watches.
+pub mod selector {
+    /// Global and dogu config, the local dogu registry.
+    pub const CES_OBJECTS: &str = "app=ces";
+    /// Sensitive dogu config.
+    pub const SENSITIVE_CONFIG: &str = "k8s.cloudogu.com/type=sensitive-config";
+
+    /// The health config, by name.
+    pub fn health_config() -> String {
+        format!("metadata.name={}", super::HEALTH_CONFIG)
+    }
+}
+
+/// Which config an object holds, from its labels: global, a dogu's, or a dogu's sensitive config.
+pub fn config_target(labels: Option<&BTreeMap<String, String>>) -> Option<ConfigTarget> {
+    let labels = labels?;
+    let dogu = || labels.get(label::DOGU).cloned();
+    match labels.get(label::CONFIG_TYPE)?.as_str() {
+        label::GLOBAL_CONFIG_TYPE => Some(ConfigTarget::Global),
+        label::DOGU_CONFIG_TYPE => dogu().map(ConfigTarget::Dogu),
+        label::SENSITIVE_CONFIG_TYPE => dogu().map(ConfigTarget::Sensitive),
+        _ => None,
+    }
+}
+
+/// The labels of a config object the operator creates.
+pub fn config_labels(target: &ConfigTarget) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([(label::APP.to_owned(), label::APP_CES.to_owned())]);
+    let (kind, dogu) = match target {
+        ConfigTarget::Global => (label::GLOBAL_CONFIG_TYPE, None),
+        ConfigTarget::Dogu(dogu) => (label::DOGU_CONFIG_TYPE, Some(dogu)),
+        ConfigTarget::Sensitive(dogu) => (label::SENSITIVE_CONFIG_TYPE, Some(dogu)),
+    };
+    labels.insert(label::CONFIG_TYPE.to_owned(), kind.to_owned());
+    if let Some(dogu) = dogu {
+        labels.insert(label::DOGU.to_owned(), dogu.clone());
+    }
+    labels
+}
+
+/// The labels of a local dogu registry ConfigMap.
+pub fn local_registry_labels(simple_name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (label::APP.to_owned(), label::APP_CES.to_owned()),
+        (label::DOGU.to_owned(), simple_name.to_owned()),
+        (label::CONFIG_TYPE.to_owned(), label::LOCAL_REGISTRY_TYPE.to_owned()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_labels_read_back_as_their_target() {
+        for target in [ConfigTarget::Global, ConfigTarget::Dogu("cas".into()), ConfigTarget::Sensitive("cas".into())] {
+            assert_eq!(config_target(Some(&config_labels(&target))), Some(target));
+        }
+        assert_eq!(config_target(Some(&local_registry_labels("cas"))), None, "a cache of descriptors, not config");
+        assert_eq!(config_target(None), None);
+    }
+}

@@ -1,0 +1,168 @@
+//! What a reconcile observed, recorded: each finding sets its condition, and logs an event where the
+//! finding changed (a new problem, a health transition, a new diff).
+
+use crate::conditions::{self, Status, reason};
+use crate::decision::{Requeue, State};
+use crate::diff::Diff;
+use crate::events::{self, reason as event};
+use crate::forbidden;
+use crate::health::Health;
+use crate::model::{ComponentName, Flags};
+use crate::problem::Problem;
+use crate::status_size;
+use crate::validation::Validity;
+
+use super::Run;
+use super::event_log::Topic;
+
+/// Why a blueprint cannot be applied as it stands (`Executable=False`), if it cannot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Blocked {
+    No,
+    /// Referenced Secrets or keys are missing: they may appear.
+    MissingReferences,
+    /// Unreadable cluster objects or forbidden actions: a change is needed.
+    Otherwise,
+}
+
+impl Run<'_> {
+    /// The blueprint is invalid: `Valid=False`, and nothing else is evaluated.
+    pub(super) fn invalid(&mut self, why: &str, message: impl Into<String>) -> (State, Requeue) {
+        self.conditions.set(conditions::VALID, Status::False, why, message);
+        (State::Invalid, Requeue::AwaitChange)
+    }
+
+    /// More than one Blueprint in the namespace: none is processed, and each says so.
+    pub(super) fn multiple_blueprints(&mut self) -> (State, Requeue) {
+        let observation = self.observation;
+        let mut names: Vec<&str> = observation.other_blueprints.iter().map(String::as_str).collect();
+        names.extend(self.blueprint.metadata.name.as_deref());
+        names.sort_unstable();
+        let listed =
+            if names.len() == observation.blueprint_count { format!(" ({})", names.join(", ")) } else { String::new() };
+        self.conditions.set(
+            conditions::EXECUTABLE,
+            Status::False,
+            reason::MULTIPLE_BLUEPRINTS,
+            format!(
+                "{} Blueprints in namespace {}{listed}: only one Blueprint per namespace is processed, so none is; delete all but one",
+                observation.blueprint_count, observation.operator.namespace
+            ),
+        );
+        // Not even the generation completed before is kept applied while no Blueprint is processed.
+        self.conditions.set(
+            conditions::COMPLETED,
+            Status::Unknown,
+            reason::NOT_EVALUATED,
+            format!(
+                "generation {} is not kept applied: more than one Blueprint in the namespace (see Executable)",
+                self.generation
+            ),
+        );
+        (State::MultipleBlueprints, Requeue::AwaitChange)
+    }
+
+    pub(super) fn record_validity(&mut self, validity: &Validity) {
+        match validity {
+            Validity::Valid => self.conditions.set(conditions::VALID, Status::True, reason::VALID, ""),
+            Validity::Invalid(problem) | Validity::DescriptorsNotFound(problem) => {
+                self.conditions.set(conditions::VALID, Status::False, reason::INCONSISTENT, problem.to_string())
+            }
+            Validity::DescriptorsUnavailable(problem) => {
+                self.conditions.set(conditions::VALID, Status::Unknown, reason::CANNOT_VALIDATE, problem.to_string())
+            }
+        };
+    }
+
+    pub(super) fn record_health(&mut self, health: &Health, flags: Flags) {
+        match health {
+            Health::Healthy => self.conditions.set(
+                conditions::ECOSYSTEM_HEALTHY,
+                Status::True,
+                reason::HEALTHY,
+                format!(
+                    "dogu health ignored: {}; component health ignored: {}",
+                    flags.ignore_dogu_health, flags.ignore_component_health
+                ),
+            ),
+            Health::Unhealthy { dogus, components } => {
+                let summary = Health::unhealthy_summary(dogus, components);
+                let changed = self.conditions.set(
+                    conditions::ECOSYSTEM_HEALTHY,
+                    Status::False,
+                    reason::UNHEALTHY,
+                    format!("ecosystem health:\n{summary}"),
+                );
+                self.unhealthy_summary = Some(summary);
+                changed
+            }
+            Health::Unknown(problem) => self.conditions.set(
+                conditions::ECOSYSTEM_HEALTHY,
+                Status::Unknown,
+                reason::CANNOT_CHECK_HEALTH,
+                problem.to_string(),
+            ),
+        };
+    }
+
+    /// The state diff, published within the status' size budget; an event when it changed.
+    pub(super) fn record_diff(&mut self, diff: &Diff<'_>) {
+        let fitted = status_size::fit(self.blueprint, self.effective_blueprint.take(), diff.to_api());
+        self.effective_blueprint = fitted.effective_blueprint;
+        self.status_note = fitted.note;
+        let state_diff = fitted.state_diff;
+        if !diff.is_empty() {
+            self.conditions.set(
+                conditions::COMPLETED,
+                Status::False,
+                reason::STATE_DIFF_HAS_CHANGES,
+                "Blueprint is being applied.",
+            );
+        }
+        let stored = self.blueprint.status.as_deref().and_then(|s| s.state_diff.as_ref());
+        let changed = match stored {
+            Some(stored) => stored != &state_diff,
+            None => !state_diff.is_empty(),
+        };
+        if changed {
+            if !diff.dogus.is_empty() || diff.has_config_changes() {
+                let message = events::state_diff_message(diff);
+                self.events.log(Topic::Diff, events::normal(event::STATE_DIFF_DETERMINED, message));
+            }
+            if !diff.components.is_empty() {
+                let message = events::component_diff_message(diff);
+                self.events.log(Topic::Diff, events::normal(event::STATE_DIFF_COMPONENT_DETERMINED, message));
+            }
+        }
+        self.state_diff = Some(state_diff);
+    }
+
+    /// Whether the diff can be applied: references resolved, every object it concerns readable, no
+    /// forbidden action.
+    pub(super) fn record_executable(
+        &mut self,
+        diff: &Diff<'_>,
+        flags: Flags,
+        missing_references: Option<Problem>,
+        unreadable: Vec<Problem>,
+    ) -> Blocked {
+        let own_component = own_component_name(&self.observation.operator.component);
+        let (why, problem, blocked) = if let Some(problem) = missing_references {
+            (reason::MISSING_CONFIG_REFERENCES, problem, Blocked::MissingReferences)
+        } else if let Some(problem) = Problem::join(unreadable) {
+            (reason::INVALID_CLUSTER_STATE, problem, Blocked::Otherwise)
+        } else if let Some(problem) = forbidden::check(diff, flags, &own_component) {
+            (reason::FORBIDDEN_OPERATIONS, problem, Blocked::Otherwise)
+        } else {
+            self.conditions.set(conditions::EXECUTABLE, Status::True, reason::EXECUTABLE, "");
+            return Blocked::No;
+        };
+        self.conditions.set(conditions::EXECUTABLE, Status::False, why, problem.to_string());
+        blocked
+    }
+}
+
+/// The simple name of the operator's own component (`k8s-blueprint-operator`).
+pub(super) fn own_component_name(qualified: &str) -> String {
+    ComponentName::parse(qualified).map(|n| n.simple).unwrap_or_else(|_| qualified.to_owned())
+}

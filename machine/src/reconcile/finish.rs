@@ -1,0 +1,124 @@
+//! The decision: the conditions settled (what was not evaluated says so), their transitions logged as
+//! events, and the complete status.
+
+use std::sync::Arc;
+
+use crate::api::BlueprintStatus;
+use crate::conditions::{self, Conditions, Status, reason};
+use crate::decision::{Decision, Requeue, State};
+use crate::events::{self, reason as event};
+
+use super::Run;
+use super::event_log::Topic;
+
+impl Run<'_> {
+    pub(super) fn finish(mut self, state: State, requeue: Requeue) -> Decision {
+        self.completion_not_evaluated(state);
+        self.note_summarised_status();
+        self.log_transitions();
+        Decision {
+            state,
+            status: Some(Arc::new(BlueprintStatus {
+                conditions: self.conditions.into_vec(),
+                effective_blueprint: self.effective_blueprint,
+                state_diff: self.state_diff,
+                observed_generation: Some(self.generation),
+            })),
+            actions: self.actions,
+            events: self.events.into_events(),
+            requeue,
+        }
+    }
+
+    /// `Completed` must not claim anything for a generation that did not get as far as the completion
+    /// check (the printer column showed `True` while a newer generation was not executable).
+    fn completion_not_evaluated(&mut self, state: State) {
+        let fresh =
+            self.conditions.get(conditions::COMPLETED).is_some_and(|c| c.observed_generation == Some(self.generation));
+        if fresh {
+            return;
+        }
+        let why = match state {
+            State::Invalid => "the blueprint is invalid (see Valid)",
+            State::ValidationPending => "the blueprint cannot be validated yet (see Valid)",
+            State::NotExecutable => "the blueprint cannot be applied (see Executable)",
+            State::MultipleBlueprints => "more than one Blueprint in the namespace (see Executable)",
+            State::Stopped => "the blueprint is stopped (spec.stopped)",
+            State::AwaitingHealth => "the ecosystem is not healthy (see EcosystemHealthy)",
+            State::SelfUpgrading => "the operator is upgrading itself (see SelfUpgradeCompleted)",
+            _ => "not evaluated",
+        };
+        self.conditions.set(
+            conditions::COMPLETED,
+            Status::Unknown,
+            reason::NOT_EVALUATED,
+            format!("generation {} is not applied: {why}", self.generation),
+        );
+    }
+
+    /// A status summarised to fit its size budget says so in `Completed`.
+    fn note_summarised_status(&mut self) {
+        let Some(note) = self.status_note.take() else { return };
+        let Some(completed) = self.conditions.get(conditions::COMPLETED).cloned() else { return };
+        let status = match completed.status.as_str() {
+            "True" => Status::True,
+            "False" => Status::False,
+            _ => Status::Unknown,
+        };
+        let message = if completed.message.is_empty() { note } else { format!("{} {note}", completed.message) };
+        self.conditions.set(conditions::COMPLETED, status, &completed.reason, message);
+    }
+
+    /// Two kinds of events come from conditions: problems (an invalid or not executable blueprint) are
+    /// reported whenever the problem changes, so that a new error is seen; states (healthy,
+    /// self-upgrade, completed) only when the condition's status transitions.
+    fn log_transitions(&mut self) {
+        let c = &self.conditions;
+        let mut logged = Vec::new();
+        if c.changed(conditions::VALID) && c.is(conditions::VALID, Status::False) {
+            logged
+                .push((Topic::Validity, events::warning(event::BLUEPRINT_SPEC_INVALID, message(c, conditions::VALID))));
+        }
+        if c.transitioned(conditions::ECOSYSTEM_HEALTHY) && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True) {
+            let message = message(c, conditions::ECOSYSTEM_HEALTHY);
+            logged.push((Topic::Health, events::normal(event::ECOSYSTEM_HEALTHY, message)));
+        }
+        if c.transitioned(conditions::ECOSYSTEM_HEALTHY)
+            && c.is(conditions::ECOSYSTEM_HEALTHY, Status::False)
+            && let Some(summary) = &self.unhealthy_summary
+        {
+            let message = format!(
+                "Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n{summary}"
+            );
+            logged.push((Topic::Health, events::warning(event::ECOSYSTEM_UNHEALTHY, message)));
+        }
+        if c.changed(conditions::EXECUTABLE) && c.is(conditions::EXECUTABLE, Status::False) {
+            let reason = match c.get(conditions::EXECUTABLE).map(|c| c.reason.as_str()) {
+                Some(reason::MISSING_CONFIG_REFERENCES) => event::MISSING_CONFIG_REFERENCES,
+                Some(reason::INVALID_CLUSTER_STATE) => event::INVALID_CLUSTER_STATE,
+                Some(reason::MULTIPLE_BLUEPRINTS) => event::MULTIPLE_BLUEPRINTS,
+                _ => event::BLUEPRINT_SPEC_INVALID,
+            };
+            logged.push((Topic::Executable, events::warning(reason, message(c, conditions::EXECUTABLE))));
+        }
+        if c.transitioned(conditions::SELF_UPGRADE_COMPLETED) {
+            if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::False) {
+                let event = events::normal(event::AWAIT_SELF_UPGRADE, events::AWAIT_SELF_UPGRADE_MESSAGE);
+                logged.push((Topic::SelfUpgrade, event));
+            } else if c.is(conditions::SELF_UPGRADE_COMPLETED, Status::True) {
+                let event = events::normal(event::SELF_UPGRADE_COMPLETED, events::SELF_UPGRADE_COMPLETED_MESSAGE);
+                logged.push((Topic::SelfUpgrade, event));
+            }
+        }
+        if c.transitioned(conditions::COMPLETED) && c.is(conditions::COMPLETED, Status::True) {
+            logged.push((Topic::Completed, events::normal(event::COMPLETED, events::COMPLETED_MESSAGE)));
+        }
+        for (topic, event) in logged {
+            self.events.log(topic, event);
+        }
+    }
+}
+
+fn message(conditions: &Conditions, type_: &str) -> String {
+    conditions.get(type_).map(|c| c.message.clone()).unwrap_or_default()
+}

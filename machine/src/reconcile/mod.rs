@@ -1,0 +1,145 @@
+//! One reconcile, decided: read the Blueprint → what is observed (validity, health, the diff, what
+//! blocks) → gates → stages → the decision.
+//!
+//! [`Run`] carries what a reconcile has found so far; its steps live in their own modules:
+//! `findings` (conditions and events of what was observed), `gates` (what stops a reconcile before it
+//! applies anything), `stages` (what it applies, in upstream's order), `finish` (the decision), and
+//! `failure` (deciding again after a failed action) and `requeue` (after the status write).
+
+mod event_log;
+mod failure;
+mod findings;
+mod finish;
+mod gates;
+mod requeue;
+mod stages;
+
+use crate::api::{Blueprint, BlueprintManifest, StateDiff};
+use crate::conditions::Conditions;
+use crate::decision::{Action, Decision, Requeue, State};
+use crate::diff;
+use crate::health::Health;
+use crate::model::Installed;
+use crate::observation::Observation;
+use crate::reading::Reading;
+use crate::references;
+use crate::validation::dynamic;
+
+pub use failure::record_failure;
+pub use requeue::{StatusWriteResult, after_status_write};
+
+use event_log::EventLog;
+
+/// Decides one reconcile. Total (never panics) and deterministic.
+pub fn reconcile(observation: &Observation) -> Decision {
+    let reading = observation.blueprint.as_deref().map(Reading::of);
+    reconcile_read(reading.as_ref(), observation)
+}
+
+/// Decides one reconcile whose Blueprint was read already (see [`Reading`]): the shell reads it once,
+/// to know what to observe, and decides with the same reading. A reading of another object than the
+/// observation's Blueprint is not used (the observation's is read instead).
+pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) -> Decision {
+    let Some(blueprint) = observation.blueprint.as_deref() else {
+        return Decision {
+            state: State::NoBlueprint,
+            status: None,
+            actions: Vec::new(),
+            events: Vec::new(),
+            requeue: Requeue::AwaitChange,
+        };
+    };
+    let own;
+    let reading = match reading.filter(|r| r.is_of(blueprint)) {
+        Some(reading) => reading,
+        None => {
+            own = Reading::of(blueprint);
+            &own
+        }
+    };
+    let mut run = Run::new(observation, blueprint);
+    let (state, requeue) = if observation.blueprint_count > 1 {
+        // Which one would win is not ours to guess: touch nothing, and say so on every Blueprint.
+        run.multiple_blueprints()
+    } else {
+        run.evaluate(reading)
+    };
+    run.finish(state, requeue)
+}
+
+/// What one reconcile has found and decided so far.
+struct Run<'o> {
+    observation: &'o Observation,
+    blueprint: &'o Blueprint,
+    generation: i64,
+    conditions: Conditions,
+    effective_blueprint: Option<BlueprintManifest>,
+    state_diff: Option<StateDiff>,
+    /// The unhealthy dogus and components, for the event of the transition.
+    unhealthy_summary: Option<String>,
+    events: EventLog,
+    actions: Vec<Action>,
+    /// What of the status was summarised to fit its size budget (see `status_size`).
+    status_note: Option<String>,
+}
+
+impl<'o> Run<'o> {
+    fn new(observation: &'o Observation, blueprint: &'o Blueprint) -> Self {
+        let generation = blueprint.metadata.generation.unwrap_or(0);
+        let stored = blueprint.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+        Run {
+            observation,
+            blueprint,
+            generation,
+            conditions: Conditions::new(stored, observation.now.clone(), generation),
+            effective_blueprint: None,
+            state_diff: None,
+            unhealthy_summary: None,
+            events: EventLog::default(),
+            actions: Vec::new(),
+            status_note: None,
+        }
+    }
+
+    /// The reconcile of one Blueprint, top to bottom.
+    fn evaluate(&mut self, reading: &Reading<'o>) -> (State, Requeue) {
+        let observation = self.observation;
+        let read = match &reading.result {
+            Ok(read) => read,
+            Err(invalid) => return self.invalid(invalid.reason, invalid.message.clone()),
+        };
+        let (effective, flags) = (&read.effective, read.flags);
+        self.effective_blueprint = Some(effective.to_api());
+
+        // What is observed: validity, health, the diff, and what blocks applying it.
+        let validity = dynamic::validate(effective, &observation.descriptors);
+        self.record_validity(&validity);
+        let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
+        let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
+        self.record_health(&health, flags);
+        let (resolved, missing_references) = references::resolve(effective, &observation.referenced_secrets);
+        let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved);
+        self.record_diff(&diff);
+        let blocked = self.record_executable(&diff, flags, missing_references, unreadable);
+
+        // Gates, in order: each may end the reconcile before anything is applied.
+        if let Some(end) = gates::validity(&validity) {
+            return end;
+        }
+        if let Some(end) = gates::executable(blocked) {
+            return end;
+        }
+        if let Some(end) = self.stopped(flags) {
+            return end;
+        }
+        if let Some(end) = self.still_completed(&diff, effective, &installed) {
+            return end;
+        }
+        if let Some(end) = gates::health(&health) {
+            return end;
+        }
+
+        // Stages, in upstream's order; a stage that needs a fresh observation after it ends the run.
+        self.apply(&diff, effective, &installed)
+    }
+}
