@@ -20,12 +20,12 @@ test:
 
 ## test-long: the property tests with 100 times their cases (minutes, not seconds)
 test-long:
-	PROPTEST_SCALE=100 $(CARGO) test --locked --release --test main properties
+	PROPTEST_SCALE=100 $(CARGO) test --locked --release -p blueprint-machine --test main properties
 
 ## test-deep: the property tests with 10 times their cases, new random seeds every run (CI runs it
 ## after `make test`); a failure is saved in proptest-regressions/ and replayed by every later run
 test-deep:
-	PROPTEST_SCALE=10 $(CARGO) test --locked --test main properties
+	PROPTEST_SCALE=10 $(CARGO) test --locked -p blueprint-machine --test main properties
 
 ## lint: formatting, clippy (warnings are errors), the machine's purity, and the advisory audit
 lint: audit

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintBody, BlueprintSpec, Dogu, DoguSpec, DoguStatus};
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, DescriptorLookup, Observation, OperatorFacts,
 };

@@ -123,12 +123,10 @@ impl JournalArgs {
 
 /// A positive number of bytes, written as a Kubernetes quantity.
 fn parse_bytes(text: &str) -> Result<u64, String> {
-    let quantity = blueprint_machine::model::Quantity::parse(text).map_err(|p| p.to_string())?;
-    quantity
-        .whole()
-        .and_then(|bytes| u64::try_from(bytes).ok())
-        .filter(|bytes| *bytes > 0)
-        .ok_or_else(|| format!("{text:?} is not a whole positive number of bytes"))
+    match blueprint_machine::quantity_bytes(text)? {
+        0 => Err(format!("{text:?} is not a whole positive number of bytes")),
+        bytes => Ok(bytes),
+    }
 }
 
 pub fn main() -> ExitCode {

@@ -92,7 +92,7 @@ impl Settings {
             }
         };
         let operator_version = lookup("OPERATOR_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
-        if blueprint_machine::model::ComponentVersion::parse(&operator_version).is_err() {
+        if blueprint_machine::check_operator_version(&operator_version).is_err() {
             return Err(SettingsError::Invalid {
                 name: "OPERATOR_VERSION",
                 problem: format!("{operator_version:?} is not a semantic version"),

@@ -26,10 +26,10 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 use blueprint_machine::api::{Component, Dogu};
+use blueprint_machine::config_format::{self, DATA_KEY};
 use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind, Operation};
 use blueprint_machine::naming::FIELD_MANAGER;
 use blueprint_machine::observation::ObjectBase;
-use blueprint_machine::registry_config::{self, DATA_KEY};
 
 /// Why an action could not be performed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +167,7 @@ impl Executor {
                         format!("{} changed since it was observed", target.object()),
                     ));
                 }
-                let entries = registry_config::parse(text.as_deref().unwrap_or("")).map_err(|e| {
+                let entries = config_format::parse(text.as_deref().unwrap_or("")).map_err(|e| {
                     let message =
                         if sensitive { "config.yaml is not in the registry format".to_owned() } else { e.to_string() };
                     Failure::new(FailureKind::Rejected, message)
@@ -183,9 +183,9 @@ impl Executor {
             };
             values.push((entry.key.as_str(), value));
         }
-        registry_config::apply(&mut entries, values, remove.iter().map(String::as_str))
+        config_format::apply(&mut entries, values, remove.iter().map(String::as_str))
             .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
-        let text = registry_config::render(&entries);
+        let text = config_format::render(&entries);
 
         let labels = blueprint_machine::naming::config_labels(target);
         let patch_params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };

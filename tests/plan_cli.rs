@@ -285,3 +285,44 @@ fn the_readme_shows_the_real_plan_output() {
     assert_eq!(stdout(&output).trim_end(), help, "README --help is out of date");
     assert!(checked >= 6, "the README shows plan and replay {checked} times");
 }
+
+/// The CLI says what is wrong with a file it cannot read, and exits 1 without a panic.
+#[test]
+fn plan_names_what_is_wrong_with_a_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, expected) in [
+        ("bytes.yaml", "\u{0}\u{1}\u{2}: [", "not valid YAML"),
+        ("list.yaml", "- 1\n- 2\n", "expected kind Blueprint"),
+        (
+            "typed.yaml",
+            "apiVersion: k8s.cloudogu.com/v2\nkind: Blueprint\nmetadata: {name: x}\nspec: {blueprint: {dogus: 7}}\n",
+            "not a valid Blueprint",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args(["plan", "-f"])
+            .arg(&path)
+            .args(["--cluster", "examples/fresh-install/cluster.yaml"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(expected) && !stderr.contains("panicked"), "{name}: {stderr}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(500))]
+
+    /// `plan`'s readers take any bytes without a panic, and name the file in every error.
+    #[test]
+    fn plan_input_reads_any_bytes_or_names_the_file(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Err(error) = blueprint_operator::plan::input::blueprint_from_text(Path::new("b.yaml"), &text) {
+            proptest::prop_assert!(error.to_string().starts_with("b.yaml: "), "{}", error);
+        }
+    }
+}

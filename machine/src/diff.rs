@@ -8,10 +8,10 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::api;
+use crate::config_format;
 use crate::model::{Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
 use crate::observation::{ConfigObservation, Observation, SecretDigest};
 use crate::problem::Problem;
-use crate::registry_config;
 use crate::validation::EffectiveBlueprint;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -183,11 +183,11 @@ impl<'a> Diff<'a> {
 }
 
 /// Sensitive values the blueprint references, resolved to digests, by `(dogu, key)`.
-pub type ResolvedSecrets<'a> = BTreeMap<(&'a str, &'a str), &'a SecretDigest>;
+pub(crate) type ResolvedSecrets<'a> = BTreeMap<(&'a str, &'a str), &'a SecretDigest>;
 
 /// Computes the diff. Objects the blueprint concerns that cannot be read are returned as problems and
 /// left out of the diff.
-pub fn compute<'a>(
+pub(crate) fn compute<'a>(
     effective: &'a EffectiveBlueprint<'a>,
     installed: &'a Installed<'a>,
     observation: &Observation,
@@ -253,7 +253,7 @@ pub fn compute<'a>(
                 Ok(actual) => {
                     let mut changes = Vec::new();
                     for entry in sensitive {
-                        let key = registry_config::normalize_key(entry.key).unwrap_or(entry.key);
+                        let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
                         let current = actual.and_then(|a| a.get(key));
                         if entry.absent {
                             if current.is_some() {
@@ -311,7 +311,7 @@ fn value_changes<'e, 'a: 'e>(
 ) -> Vec<ConfigChange> {
     let mut changes = Vec::new();
     for entry in entries {
-        let key = registry_config::normalize_key(entry.key).unwrap_or(entry.key);
+        let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
         let current = actual.and_then(|a| a.get(key));
         if entry.absent {
             if let Some(current) = current {
@@ -526,5 +526,60 @@ fn expected_component_state(target: &TargetComponent<'_>) -> api::ComponentDiffS
         version: target.version.as_ref().map(|v| v.to_string()),
         absent: target.absent,
         deploy_config: (!config.is_empty()).then_some(Value::Object(config)),
+    }
+}
+
+/// Acceptance case 93 (docs/acceptance.md; amended): actions are a closed set, and every name the diff
+/// can produce is one of upstream's strings. (A unit test: the action enums are the machine's own.)
+#[cfg(test)]
+mod action_names {
+    use super::{ComponentAction, DoguAction};
+
+    #[test]
+    fn case_93_action_names_are_a_closed_set() {
+        let dogu = [
+            DoguAction::Install,
+            DoguAction::Uninstall,
+            DoguAction::Upgrade,
+            DoguAction::Downgrade,
+            DoguAction::SwitchNamespace,
+            DoguAction::UpdateMinVolumeSize,
+            DoguAction::UpdateReverseProxy,
+            DoguAction::UpdateAdditionalMounts,
+        ]
+        .map(|a| a.as_str());
+        assert_eq!(
+            dogu,
+            [
+                "install",
+                "uninstall",
+                "upgrade",
+                "downgrade",
+                "dogu namespace switch",
+                "update resource minimum volume size",
+                "update reverse proxy",
+                "update additional mounts"
+            ]
+        );
+        let component = [
+            ComponentAction::Install,
+            ComponentAction::Uninstall,
+            ComponentAction::Upgrade,
+            ComponentAction::Downgrade,
+            ComponentAction::SwitchNamespace,
+            ComponentAction::UpdateDeployConfig,
+        ]
+        .map(|a| a.as_str());
+        assert_eq!(
+            component,
+            [
+                "install",
+                "uninstall",
+                "upgrade",
+                "downgrade",
+                "component namespace switch",
+                "update component package config"
+            ]
+        );
     }
 }

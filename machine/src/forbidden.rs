@@ -4,7 +4,7 @@ use crate::diff::{ComponentAction, Diff, DoguAction};
 use crate::model::Flags;
 use crate::problem::Problem;
 
-pub fn check(diff: &Diff<'_>, flags: Flags, own_component: &str) -> Option<Problem> {
+pub(crate) fn check(diff: &Diff<'_>, flags: Flags, own_component: &str) -> Option<Problem> {
     let mut problems = Vec::new();
     for change in &diff.dogus {
         for action in &change.actions {

@@ -11,7 +11,7 @@ use crate::problem::Problem;
 const AVAILABLE: &str = "available";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Health {
+pub(crate) enum Health {
     Healthy,
     Unhealthy {
         dogus: Vec<String>,
@@ -22,7 +22,11 @@ pub enum Health {
 }
 
 impl Health {
-    pub fn evaluate(installed: &Installed<'_>, health_config: Option<&BTreeMap<String, String>>, flags: Flags) -> Self {
+    pub(crate) fn evaluate(
+        installed: &Installed<'_>,
+        health_config: Option<&BTreeMap<String, String>>,
+        flags: Flags,
+    ) -> Self {
         let dogus: Vec<String> = if flags.ignore_dogu_health {
             Vec::new()
         } else {
@@ -54,7 +58,7 @@ impl Health {
     }
 
     /// The names listed in the unhealthy message.
-    pub fn unhealthy_summary(dogus: &[String], components: &[String]) -> String {
+    pub(crate) fn unhealthy_summary(dogus: &[String], components: &[String]) -> String {
         format!(
             "  {} dogu(s) are unhealthy: {}\n  {} component(s) are unhealthy: {}",
             dogus.len(),

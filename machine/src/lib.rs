@@ -2,30 +2,60 @@
 //!
 //! [`reconcile`] maps an [`Observation`] (the cluster as observed plus the operator's own facts) to a
 //! [`Decision`] (the complete new status, ordered actions, events and a requeue). [`record_failure`]
-//! decides again when the executor could not perform an action. Nothing here does I/O or reads a
-//! clock: the same observation always gives the same decision.
+//! decides again when the executor could not perform an action, and [`after_status_write`] when to
+//! look again once the status was written. A [`Reading`] of the Blueprint tells the shell what to
+//! observe (dogu descriptors, referenced Secrets) and serves the decision too. Nothing here does I/O or
+//! reads a clock: the same observation always gives the same decision.
+//!
+//! The public surface is what its users need: the Kubernetes types ([`api`]), the observation and the
+//! decision with their parts, the names of shared objects ([`naming`]), the config format shared with
+//! the dogu operator ([`config_format`]), dogu descriptors ([`descriptor`]), the condition and event
+//! reasons, and the entry functions. Everything else is private to the crate.
+
+#![warn(unreachable_pub)]
 
 pub mod api;
 pub mod conditions;
+pub mod config_format;
 pub mod decision;
-pub mod diff;
+pub mod descriptor;
 pub mod events;
-pub mod forbidden;
-pub mod health;
-pub mod model;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 pub mod naming;
-pub mod objects;
 pub mod observation;
-pub mod problem;
-pub mod reading;
-pub mod reconcile;
-pub mod references;
-pub mod registry_config;
-pub mod status_size;
-pub mod up_to_date;
-pub mod validation;
+
+mod diff;
+mod forbidden;
+mod health;
+mod model;
+mod objects;
+mod problem;
+mod reading;
+mod reconcile;
+mod references;
+mod status_size;
+mod up_to_date;
+mod validation;
 
 pub use decision::{Action, ApplyFailure, Decision, Event, EventType, FailureKind, Operation, Requeue, Stage, State};
 pub use observation::Observation;
 pub use reading::Reading;
 pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_read, record_failure};
+pub use status_size::{OBJECT_LIMIT, STATUS_PARTS_LIMIT};
+
+/// Whether `text` is a version the operator can run as (`OPERATOR_VERSION`): a semantic version, as
+/// component versions are.
+pub fn check_operator_version(text: &str) -> Result<(), String> {
+    model::ComponentVersion::parse(text).map(drop).map_err(|problem| problem.to_string())
+}
+
+/// The whole number of bytes a Kubernetes quantity stands for (`64Mi`, `1G`, `1048576`), for settings
+/// given as quantities; an error for a fraction or a negative number.
+pub fn quantity_bytes(text: &str) -> Result<u64, String> {
+    let quantity = model::Quantity::parse(text).map_err(|problem| problem.to_string())?;
+    quantity
+        .whole()
+        .and_then(|bytes| u64::try_from(bytes).ok())
+        .ok_or_else(|| format!("{text:?} is not a whole, non-negative number of bytes"))
+}

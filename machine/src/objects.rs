@@ -14,7 +14,7 @@ use crate::model::installed::{ANNOTATION_BODY_SIZE, ANNOTATION_CONFIGURATION_SNI
 use crate::model::{ReverseProxy, TargetComponent, TargetDogu};
 
 /// The Dogu CR that installs `target`.
-pub fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
+pub(crate) fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
     let simple = &target.name.simple;
     let version = target.version.as_ref().map(|v| v.raw().to_owned()).unwrap_or_default();
     let labels = [
@@ -80,7 +80,7 @@ fn annotations(proxy: &ReverseProxy) -> BTreeMap<String, String> {
 }
 
 /// The merge patch that applies a dogu's non-install/uninstall actions, and unpauses it if asked.
-pub fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
+pub(crate) fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
     let target = change.target;
     let mut spec = Map::new();
     for action in &change.actions {
@@ -124,12 +124,16 @@ pub fn dogu_patch(change: &DoguChange<'_>, unpause: bool) -> Value {
 }
 
 /// Sets or clears `spec.pauseReconciliation`.
-pub fn pause_patch(paused: bool) -> Value {
+pub(crate) fn pause_patch(paused: bool) -> Value {
     json!({"spec": {"pauseReconciliation": paused}})
 }
 
 /// The Component CR that installs `target`.
-pub fn component_object(target: &TargetComponent, deploy_config: &Map<String, Value>, namespace: &str) -> Component {
+pub(crate) fn component_object(
+    target: &TargetComponent,
+    deploy_config: &Map<String, Value>,
+    namespace: &str,
+) -> Component {
     let simple = &target.name.simple;
     let version = target.version.as_ref().map(|v| v.to_string()).unwrap_or_default();
     let labels = [
@@ -163,7 +167,7 @@ pub fn component_object(target: &TargetComponent, deploy_config: &Map<String, Va
 }
 
 /// The merge patch that applies a component's upgrade and deploy-config change.
-pub fn component_patch(change: &ComponentChange<'_>) -> Value {
+pub(crate) fn component_patch(change: &ComponentChange<'_>) -> Value {
     let mut spec = Map::new();
     for action in &change.actions {
         match action {
@@ -188,7 +192,7 @@ pub fn component_patch(change: &ComponentChange<'_>) -> Value {
 }
 
 /// `overwriteConfig` as the YAML text the component operator merges over the chart's values.
-pub fn values_yaml(values: &Value) -> String {
+pub(crate) fn values_yaml(values: &Value) -> String {
     serde_saphyr::to_string(values).unwrap_or_default()
 }
 

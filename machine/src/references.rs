@@ -8,7 +8,7 @@ use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
 /// The Secrets the effective blueprint reads sensitive values from.
-pub fn referenced_secret_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
+pub(crate) fn referenced_secret_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
     references(effective).map(|(_, _, r)| r.name.clone()).collect()
 }
 
@@ -21,7 +21,7 @@ fn references<'e, 'a>(
 }
 
 /// Resolves every reference; the problem lists every missing Secret and key.
-pub fn resolve<'a>(
+pub(crate) fn resolve<'a>(
     effective: &EffectiveBlueprint<'a>,
     secrets: &'a BTreeMap<String, ReferencedSecret>,
 ) -> (ResolvedSecrets<'a>, Option<Problem>) {

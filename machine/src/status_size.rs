@@ -23,7 +23,7 @@ const ALWAYS_FITS: usize = 64 * 1024;
 
 /// The effective blueprint and state diff to publish, and what was left out.
 #[derive(Debug, PartialEq)]
-pub struct Fitted {
+pub(crate) struct Fitted {
     pub effective_blueprint: Option<BlueprintManifest>,
     pub state_diff: StateDiff,
     /// Why and what was summarised, for the `Completed` condition; `None` when nothing was.
@@ -31,7 +31,11 @@ pub struct Fitted {
 }
 
 /// Fits the effective blueprint and the state diff of `blueprint`'s status into the budget.
-pub fn fit(blueprint: &Blueprint, effective_blueprint: Option<BlueprintManifest>, state_diff: StateDiff) -> Fitted {
+pub(crate) fn fit(
+    blueprint: &Blueprint,
+    effective_blueprint: Option<BlueprintManifest>,
+    state_diff: StateDiff,
+) -> Fitted {
     let effective_size = effective_blueprint.as_ref().map_or(0, size);
     let diff_size = size(&state_diff);
     if effective_size + diff_size <= ALWAYS_FITS {
@@ -128,7 +132,7 @@ fn size<T: Serialize + ?Sized>(value: &T) -> usize {
 
 /// Sizes of differently typed map values behind one closure.
 mod erased {
-    pub trait Sized {
+    pub(super) trait Sized {
         fn serialized_len(&self) -> usize;
     }
 

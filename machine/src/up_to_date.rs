@@ -8,7 +8,11 @@ use crate::observation::Observation;
 use crate::validation::EffectiveBlueprint;
 
 /// The wanted dogus that are not up to date yet, sorted.
-pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observation: &Observation) -> Vec<String> {
+pub(crate) fn stale_dogus(
+    effective: &EffectiveBlueprint,
+    installed: &Installed,
+    observation: &Observation,
+) -> Vec<String> {
     let global_updated = observation.global_config.last_updated();
     let mut stale: Vec<String> = effective
         .wanted_dogus()
@@ -35,7 +39,7 @@ pub fn stale_dogus(effective: &EffectiveBlueprint, installed: &Installed, observ
 }
 
 /// Whether every wanted dogu runs the version its Dogu CR asks for (config times aside).
-pub fn all_installed(effective: &EffectiveBlueprint, installed: &Installed) -> bool {
+pub(crate) fn all_installed(effective: &EffectiveBlueprint, installed: &Installed) -> bool {
     effective.wanted_dogus().all(|target| {
         installed
             .dogus

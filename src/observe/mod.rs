@@ -22,7 +22,7 @@ use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest, UndecodableObject,
 };
 
-use blueprint_machine::registry_config::{self, DATA_KEY};
+use blueprint_machine::config_format::{self, DATA_KEY};
 use decoded::Undecodable;
 
 pub use digest::Digester;
@@ -47,7 +47,7 @@ pub fn config_map_observation(config_map: &ConfigMap) -> ConfigObservation<Strin
     let last_updated = last_updated(&config_map.metadata);
     let resource_version = config_map.metadata.resource_version.clone();
     let text = config_map.data.as_ref().and_then(|d| d.get(DATA_KEY)).map(String::as_str).unwrap_or("");
-    match registry_config::parse(text) {
+    match config_format::parse(text) {
         Ok(entries) => ConfigObservation::Present { entries, last_updated, resource_version },
         Err(e) => ConfigObservation::Malformed { reason: e.to_string(), last_updated, resource_version },
     }
@@ -59,7 +59,7 @@ pub fn sensitive_observation(secret: &Secret, digester: &Digester) -> ConfigObse
     let resource_version = secret.metadata.resource_version.clone();
     let text =
         secret_value(secret, DATA_KEY).map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default();
-    match registry_config::parse(&text) {
+    match config_format::parse(&text) {
         Ok(entries) => ConfigObservation::Present {
             entries: entries.into_iter().map(|(k, v)| (k, digester.digest(v.as_bytes()))).collect(),
             last_updated,
@@ -74,11 +74,11 @@ pub fn sensitive_observation(secret: &Secret, digester: &Digester) -> ConfigObse
     }
 }
 
-fn sensitive_error_kind(error: &registry_config::ConfigError) -> &'static str {
+fn sensitive_error_kind(error: &config_format::ConfigError) -> &'static str {
     match error {
-        registry_config::ConfigError::Yaml(_) => "config.yaml is not valid YAML",
-        registry_config::ConfigError::NotAMapping => "config.yaml is not a mapping",
-        registry_config::ConfigError::NotAString(_) => "config.yaml holds a value that is not a string",
+        config_format::ConfigError::Yaml(_) => "config.yaml is not valid YAML",
+        config_format::ConfigError::NotAMapping => "config.yaml is not a mapping",
+        config_format::ConfigError::NotAString(_) => "config.yaml holds a value that is not a string",
         _ => "config.yaml is not in the registry format",
     }
 }

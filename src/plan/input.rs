@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use blueprint_machine::api::{Blueprint, BlueprintSpec, BlueprintStatus, Component, Dogu};
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{DescriptorEntry, DescriptorLookup};
 
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::observe::decoded::Decoded;
 use serde_json::json;
 
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::naming::{self, FIELD_MANAGER};
 
 /// How often an add re-reads the ConfigMap after a conflict before giving up (the write is only a

@@ -22,7 +22,7 @@ use futures::future::{BoxFuture, Shared};
 use lru::LruCache;
 use tokio::time::Instant;
 
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::DescriptorLookup;
 
 pub use local::LocalStore;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::{StatusCode, Url};
 
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 
 use super::tls;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 
 use super::api::{ApiError, Emulator};
 use super::registry::RegistryServer;

@@ -6,15 +6,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use blueprint_machine::config_format::{self, MAX_KEY_PARTS, READ_MAX_DEPTH};
 use blueprint_machine::observation::ConfigObservation;
-use blueprint_machine::registry_config::{self, MAX_KEY_PARTS, READ_MAX_DEPTH};
-use blueprint_machine::{Requeue, State};
 use blueprint_operator::observe::config_map_observation;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 
 use crate::sandbox::e2e::{self, NAME};
-use crate::support::*;
 
 fn key(parts: usize) -> String {
     (0..parts).map(|i| format!("k{i}")).collect::<Vec<_>>().join("/")
@@ -23,51 +21,9 @@ fn key(parts: usize) -> String {
 fn config_map(entries: &BTreeMap<String, String>) -> ConfigMap {
     serde_json::from_value(json!({
         "metadata": {"name": "cas-config", "resourceVersion": "7"},
-        "data": {"config.yaml": registry_config::render(entries)},
+        "data": {"config.yaml": config_format::render(entries)},
     }))
     .unwrap()
-}
-
-#[test]
-fn a_key_with_more_parts_than_the_operator_reads_back_is_refused_by_static_validation() {
-    let spec = |parts: usize| {
-        format!(
-            "{{displayName: x, blueprint: {{dogus: [{{name: official/cas, version: 7.1.5-2}}],
-              config: {{dogus: {{cas: [{{key: {}, value: v}}]}}, global: [{{key: {}, value: v}}]}}}}}}",
-            key(parts),
-            key(parts + 1)
-        )
-    };
-    let decision = Scenario::new(&spec(MAX_KEY_PARTS + 6)).decide();
-    assert_eq!(decision.state, State::Invalid);
-    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
-    let text = message(&decision, "Valid");
-    assert!(text.contains(&format!("has {} parts", MAX_KEY_PARTS + 6)), "{text}");
-    assert!(text.contains(&format!("has {} parts", MAX_KEY_PARTS + 7)), "the global key too: {text}");
-    assert!(text.contains(&format!("at most {MAX_KEY_PARTS}")), "{text}");
-    assert_eq!(decision.requeue, Requeue::AwaitChange);
-    assert!(decision.actions.is_empty(), "nothing is written");
-
-    // The longest key allowed passes validation (a global key of one part more would not).
-    let at_limit = format!(
-        "{{displayName: x, blueprint: {{dogus: [{{name: official/cas, version: 7.1.5-2}}],
-          config: {{dogus: {{cas: [{{key: {}, value: v}}]}}}}}}}}",
-        key(MAX_KEY_PARTS)
-    );
-    let decision = Scenario::new(&at_limit).decide();
-    assert_ne!(cond(&decision, "Valid").0, "False", "{}", message(&decision, "Valid"));
-}
-
-#[test]
-fn removing_a_deep_key_is_not_refused() {
-    // Keys only removed are not written: a deep key written before keys were limited can be removed.
-    let spec = format!(
-        "{{displayName: x, blueprint: {{dogus: [{{name: official/cas, version: 7.1.5-2}}],
-          config: {{dogus: {{cas: [{{key: {}, absent: true}}]}}}}}}}}",
-        key(MAX_KEY_PARTS + 6)
-    );
-    let decision = Scenario::new(&spec).decide();
-    assert_ne!(cond(&decision, "Valid").0, "False", "{}", message(&decision, "Valid"));
 }
 
 #[test]
@@ -80,7 +36,7 @@ fn everything_the_writer_accepts_reads_back_and_older_deeper_writes_too() {
         }
     }
     let mut entries = BTreeMap::new();
-    assert!(registry_config::apply(&mut entries, [(key(MAX_KEY_PARTS + 1).as_str(), "v".into())], []).is_err());
+    assert!(config_format::apply(&mut entries, [(key(MAX_KEY_PARTS + 1).as_str(), "v".into())], []).is_err());
 }
 
 #[test]

@@ -5,7 +5,6 @@ mod config_depth;
 mod debounce;
 mod decoding;
 mod files;
-mod honest_status;
 mod leader;
 mod sandbox_gaps;
 mod shutdown;

@@ -46,7 +46,7 @@ struct Manager {
 }
 
 /// Decodes an `ObjectMeta` whose `managedFields` entries have no `fieldsV1`.
-pub fn without_field_sets<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+pub(super) fn without_field_sets<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
     let m = Metadata::deserialize(deserializer)?;
     // Every field named, none defaulted: a field k8s-openapi adds must be added here too.
     Ok(ObjectMeta {

@@ -4,19 +4,19 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// `spec.displayName` and `spec.blueprint` are required by upstream's CRD. They are `Option` in Rust
 /// only so that the machine, not the decoder, reports a missing value.
-pub fn require_blueprint_spec_fields(schema: &mut Schema) {
+pub(super) fn require_blueprint_spec_fields(schema: &mut Schema) {
     schema.insert("required".into(), serde_json::json!(["blueprint", "displayName"]));
 }
 
 /// Free-form data, as upstream declares it: `x-kubernetes-preserve-unknown-fields` without a type.
-pub fn preserve_unknown_fields(_: &mut SchemaGenerator) -> Schema {
+pub(super) fn preserve_unknown_fields(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "x-kubernetes-preserve-unknown-fields": true,
     })
 }
 
 /// A free-form object.
-pub fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
+pub(super) fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
@@ -24,7 +24,7 @@ pub fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// The standard `metav1.Condition` list, with the validation markers Kubernetes' own types carry.
-pub fn conditions(_: &mut SchemaGenerator) -> Schema {
+pub(super) fn conditions(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "x-kubernetes-list-type": "map",
@@ -73,7 +73,7 @@ pub fn conditions(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// An int-or-string quantity, as Kubernetes' `resource.Quantity` (accepted as both on the wire).
-pub fn quantity(_: &mut SchemaGenerator) -> Schema {
+pub(super) fn quantity(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "anyOf": [{"type": "integer"}, {"type": "string"}],
         "x-kubernetes-int-or-string": true,

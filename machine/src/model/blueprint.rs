@@ -10,7 +10,7 @@ use crate::problem::Problem;
 
 /// The boolean switches of a Blueprint spec (absent means false).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Flags {
+pub(crate) struct Flags {
     pub ignore_dogu_health: bool,
     pub ignore_component_health: bool,
     pub allow_dogu_namespace_switch: bool,
@@ -20,7 +20,7 @@ pub struct Flags {
 /// Parsed names, versions and quantities are owned; free text (config keys and values, deploy config)
 /// is borrowed from the Blueprint, which outlives one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ParsedBlueprint<'a> {
+pub(crate) struct ParsedBlueprint<'a> {
     pub dogus: Vec<TargetDogu>,
     pub components: Vec<TargetComponent<'a>>,
     pub config: Config<'a>,
@@ -73,7 +73,7 @@ pub struct TargetComponent<'a> {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConfigEntry<'a> {
+pub(crate) struct ConfigEntry<'a> {
     pub key: &'a str,
     pub absent: bool,
     pub value: Option<&'a str>,
@@ -82,14 +82,14 @@ pub struct ConfigEntry<'a> {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Config<'a> {
+pub(crate) struct Config<'a> {
     pub global: Vec<ConfigEntry<'a>>,
     /// Keyed by the dogu's simple name.
     pub dogus: BTreeMap<&'a str, Vec<ConfigEntry<'a>>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct MaskDogu {
+pub(crate) struct MaskDogu {
     pub name: DoguName,
     pub version: Option<DoguVersion>,
     pub absent: bool,
@@ -97,7 +97,7 @@ pub struct MaskDogu {
 
 /// Why a Blueprint cannot even be parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ParseFailure {
+pub(crate) enum ParseFailure {
     /// No `spec` or no `spec.blueprint`.
     MissingSpec,
     /// Names, versions or quantities that do not parse.
@@ -105,7 +105,7 @@ pub enum ParseFailure {
 }
 
 impl<'a> ParsedBlueprint<'a> {
-    pub fn parse(spec: Option<&'a api::BlueprintSpec>) -> Result<Self, ParseFailure> {
+    pub(crate) fn parse(spec: Option<&'a api::BlueprintSpec>) -> Result<Self, ParseFailure> {
         let spec = spec.ok_or(ParseFailure::MissingSpec)?;
         let manifest = spec.blueprint.as_ref().ok_or(ParseFailure::MissingSpec)?;
         let flags = Flags {
@@ -310,7 +310,7 @@ impl<'a> ConfigEntry<'a> {
     }
 
     /// The entry as written to `status.effectiveBlueprint`: never a sensitive value.
-    pub fn to_api(&self) -> api::ConfigEntry {
+    pub(crate) fn to_api(self) -> api::ConfigEntry {
         api::ConfigEntry {
             key: self.key.to_owned(),
             absent: self.absent.then_some(true),
@@ -337,11 +337,11 @@ impl<'a> Config<'a> {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.global.is_empty() && self.dogus.is_empty()
     }
 
-    pub fn to_api(&self) -> Option<api::BlueprintConfig> {
+    pub(crate) fn to_api(&self) -> Option<api::BlueprintConfig> {
         if self.is_empty() {
             return None;
         }
@@ -349,10 +349,12 @@ impl<'a> Config<'a> {
             dogus: (!self.dogus.is_empty()).then(|| {
                 self.dogus
                     .iter()
-                    .map(|(dogu, entries)| ((*dogu).to_owned(), entries.iter().map(ConfigEntry::to_api).collect()))
+                    .map(|(dogu, entries)| {
+                        ((*dogu).to_owned(), entries.iter().copied().map(ConfigEntry::to_api).collect())
+                    })
                     .collect()
             }),
-            global: (!self.global.is_empty()).then(|| self.global.iter().map(ConfigEntry::to_api).collect()),
+            global: (!self.global.is_empty()).then(|| self.global.iter().copied().map(ConfigEntry::to_api).collect()),
         })
     }
 }

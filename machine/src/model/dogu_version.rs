@@ -80,7 +80,7 @@ impl fmt::Display for DoguVersion {
 /// A dependency's version requirement from `dogu.json`: an optional operator (`=`, `==`, `<`, `>`, `<=`,
 /// `>=`) and a version. An empty requirement allows every version.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VersionConstraint {
+pub(crate) struct VersionConstraint {
     op: Op,
     version: Option<DoguVersion>,
 }
@@ -95,7 +95,7 @@ enum Op {
 }
 
 impl VersionConstraint {
-    pub fn parse(text: &str) -> Result<Self, Problem> {
+    pub(crate) fn parse(text: &str) -> Result<Self, Problem> {
         let text = text.trim();
         if text.is_empty() {
             return Ok(VersionConstraint { op: Op::Eq, version: None });
@@ -116,7 +116,7 @@ impl VersionConstraint {
         Ok(VersionConstraint { op, version: Some(version) })
     }
 
-    pub fn allows(&self, candidate: &DoguVersion) -> bool {
+    pub(crate) fn allows(&self, candidate: &DoguVersion) -> bool {
         let Some(bound) = &self.version else {
             return true;
         };

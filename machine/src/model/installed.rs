@@ -13,12 +13,12 @@ use crate::api;
 use crate::observation::UndecodableObject;
 use crate::problem::Problem;
 
-pub const ANNOTATION_BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
-pub const ANNOTATION_REWRITE_TARGET: &str = "nginx.ingress.kubernetes.io/rewrite-target";
-pub const ANNOTATION_CONFIGURATION_SNIPPET: &str = "nginx.ingress.kubernetes.io/configuration-snippet";
+pub(crate) const ANNOTATION_BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
+pub(crate) const ANNOTATION_REWRITE_TARGET: &str = "nginx.ingress.kubernetes.io/rewrite-target";
+pub(crate) const ANNOTATION_CONFIGURATION_SNIPPET: &str = "nginx.ingress.kubernetes.io/configuration-snippet";
 
 /// The dogu operator's default data volume size, which applies when a Dogu CR names none.
-pub const DEFAULT_VOLUME_SIZE: &str = "2Gi";
+pub(crate) const DEFAULT_VOLUME_SIZE: &str = "2Gi";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstalledDogu<'o> {
@@ -46,7 +46,7 @@ pub struct InstalledComponent<'o> {
 /// Everything read from the cluster's Dogu and Component CRs. Borrows from the observed objects, which
 /// outlive one reconcile.
 #[derive(Clone, Debug, Default)]
-pub struct Installed<'o> {
+pub(crate) struct Installed<'o> {
     pub dogus: BTreeMap<&'o str, InstalledDogu<'o>>,
     pub components: BTreeMap<&'o str, InstalledComponent<'o>>,
     /// Objects that exist but could not be read, by `metadata.name`.
@@ -58,7 +58,7 @@ pub struct Installed<'o> {
 }
 
 impl<'o> Installed<'o> {
-    pub fn read(
+    pub(crate) fn read(
         dogus: &'o [Arc<api::Dogu>],
         components: &'o [Arc<api::Component>],
         undecodable: &'o [UndecodableObject],

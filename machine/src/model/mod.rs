@@ -1,17 +1,16 @@
 //! Domain types: names, versions, quantities, the parsed blueprint and the installed state.
 
-pub mod blueprint;
-pub mod component_version;
-pub mod descriptor;
-pub mod dogu_version;
-pub mod installed;
-pub mod names;
-pub mod quantity;
+pub(crate) mod blueprint;
+pub(crate) mod component_version;
+pub(crate) mod dogu_version;
+pub(crate) mod installed;
+pub(crate) mod names;
+pub(crate) mod quantity;
 
-pub use blueprint::*;
-pub use component_version::ComponentVersion;
-pub use descriptor::{Dependency, DoguDescriptor, Volume};
-pub use dogu_version::{DoguVersion, VersionConstraint};
-pub use installed::{Installed, InstalledComponent, InstalledDogu};
-pub use names::{ComponentName, DoguName};
-pub use quantity::{Quantity, QuantityFormat};
+pub(crate) use crate::descriptor::DoguDescriptor;
+pub(crate) use blueprint::*;
+pub(crate) use component_version::ComponentVersion;
+pub(crate) use dogu_version::{DoguVersion, VersionConstraint};
+pub(crate) use installed::{Installed, InstalledComponent, InstalledDogu};
+pub(crate) use names::{ComponentName, DoguName};
+pub(crate) use quantity::{Quantity, QuantityFormat};

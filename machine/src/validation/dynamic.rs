@@ -12,7 +12,7 @@ use crate::problem::Problem;
 const EXEMPT_DEPENDENCIES: [&str; 2] = ["registrator", "nginx"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Validity {
+pub(crate) enum Validity {
     Valid,
     /// Dependencies or mounts are not satisfied.
     Invalid(Problem),
@@ -22,7 +22,7 @@ pub enum Validity {
     DescriptorsUnavailable(Problem),
 }
 
-pub fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
+pub(crate) fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
     // Keyed by (namespace, simple name, version), so that lookups need no formatting (and no hashing:
     // a B-tree of borrowed keys is cheaper for the sizes blueprints have).
     let index: BTreeMap<(&str, &str, &str), &DescriptorLookup> = descriptors

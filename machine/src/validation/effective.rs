@@ -6,7 +6,7 @@ use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct EffectiveBlueprint<'a> {
+pub(crate) struct EffectiveBlueprint<'a> {
     pub dogus: Vec<TargetDogu>,
     pub components: Vec<TargetComponent<'a>>,
     pub config: Config<'a>,
@@ -14,7 +14,7 @@ pub struct EffectiveBlueprint<'a> {
 
 impl<'a> EffectiveBlueprint<'a> {
     /// Applies the mask. Static validation has already rejected masks that do not match.
-    pub fn compute(blueprint: ParsedBlueprint<'a>) -> Result<Self, Problem> {
+    pub(crate) fn compute(blueprint: ParsedBlueprint<'a>) -> Result<Self, Problem> {
         let ParsedBlueprint { dogus, components, mut config, mask, flags } = blueprint;
         // By name: the mask may be as long as the blueprint.
         let mask: BTreeMap<&str, _> = mask.iter().map(|m| (m.name.simple.as_str(), m)).collect();
@@ -55,11 +55,11 @@ impl<'a> EffectiveBlueprint<'a> {
     }
 
     /// Dogus that must be installed.
-    pub fn wanted_dogus(&self) -> impl Iterator<Item = &TargetDogu> {
+    pub(crate) fn wanted_dogus(&self) -> impl Iterator<Item = &TargetDogu> {
         self.dogus.iter().filter(|d| !d.absent)
     }
 
-    pub fn to_api(&self) -> crate::api::BlueprintManifest {
+    pub(crate) fn to_api(&self) -> crate::api::BlueprintManifest {
         crate::api::BlueprintManifest {
             dogus: (!self.dogus.is_empty()).then(|| self.dogus.iter().map(TargetDogu::to_api).collect()),
             components: (!self.components.is_empty())

@@ -1,9 +1,9 @@
 //! Validation of a Blueprint: static (the blueprint alone), the effective blueprint (mask applied) and
 //! dynamic (against dogu descriptors).
 
-pub mod dynamic;
-pub mod effective;
-pub mod statics;
+pub(crate) mod dynamic;
+pub(crate) mod effective;
+pub(crate) mod statics;
 
-pub use dynamic::Validity;
-pub use effective::EffectiveBlueprint;
+pub(crate) use dynamic::Validity;
+pub(crate) use effective::EffectiveBlueprint;

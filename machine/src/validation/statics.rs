@@ -1,13 +1,13 @@
 //! Static validation: everything that can be checked from the Blueprint alone.
 
+use crate::config_format;
 use crate::model::{Config, ConfigEntry, ParsedBlueprint, QuantityFormat, TargetComponent, TargetDogu};
 use crate::problem::Problem;
-use crate::registry_config;
 
 /// The deploy-config keys a component's CR can carry.
 const DEPLOY_CONFIG_KEYS: [&str; 2] = ["deployNamespace", "overwriteConfig"];
 
-pub fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
+pub(crate) fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
     let problems: Vec<Problem> = [
         Problem::wrap_all("blueprint is invalid", blueprint_problems(blueprint)),
         Problem::wrap_all("blueprint mask is invalid", mask_problems(blueprint)),
@@ -163,7 +163,7 @@ fn writable_key_problem(entry: &ConfigEntry) -> Option<Problem> {
     if entry.absent || entry.key.is_empty() {
         return None;
     }
-    registry_config::check_writable(entry.key).err().map(|e| Problem::new(e.to_string()))
+    config_format::check_writable(entry.key).err().map(|e| Problem::new(e.to_string()))
 }
 
 fn missing_value(key: &str) -> Problem {

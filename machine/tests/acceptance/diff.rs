@@ -3,7 +3,7 @@
 use blueprint_machine::api::{ConfigEntryDiff, DoguResources, QuantityText};
 use blueprint_machine::{Requeue, State};
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 fn one_dogu(dogu: &str) -> String {
     format!("{{displayName: x, blueprint: {{dogus: [{dogu}]}}}}")

@@ -2,7 +2,7 @@
 
 use blueprint_machine::{Requeue, State};
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 fn invalid_message(spec: &str) -> String {
     let decision = Scenario::new(spec).decide();

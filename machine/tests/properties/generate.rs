@@ -8,18 +8,29 @@ use blueprint_machine::api::{
     BlueprintMask, BlueprintSpec, ComponentStatus, ConfigEntry, DoguResources, DoguStatus, MaskDogu, PlatformConfig,
     QuantityText, ResourceConfig, ReverseProxyConfig, SecretReference,
 };
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use serde_json::json;
 
 use super::model::{Model, Store};
-use crate::support::{NAME, NAMESPACE, component_cr, dogu_cr};
+use blueprint_machine::fixtures::{NAME, NAMESPACE, component_cr, dogu_cr};
 
 pub const DOGUS: [&str; 5] = ["ldap", "cas", "redmine", "postfix", "scm"];
 pub const VERSIONS: [&str; 4] = ["1.0.0-1", "1.0.0-2", "1.2.0-1", "2.0.0-1"];
 pub const COMPONENTS: [&str; 3] = ["k8s-longhorn", "k8s-velero", "k8s-blueprint-operator"];
 pub const COMPONENT_VERSIONS: [&str; 3] = ["1.0.0", "1.1.0", "2.0.0"];
+
+/// The order of a dogu version of the model (the lists are in ascending order): an oracle of "newer"
+/// independent of the machine's own version comparison.
+pub fn dogu_rank(version: &str) -> usize {
+    VERSIONS.iter().position(|v| *v == version).unwrap_or_else(|| panic!("{version} is not a model version"))
+}
+
+/// The order of a component version of the model.
+pub fn component_rank(version: &str) -> usize {
+    COMPONENT_VERSIONS.iter().position(|v| *v == version).unwrap_or_else(|| panic!("{version} is not a model version"))
+}
 /// Keys that never collide as value and dictionary.
 pub const KEYS: [&str; 5] = ["k1", "k2", "a/x", "a/y", "b/z"];
 pub const VALUES: [&str; 3] = ["v1", "v2", ""];
@@ -248,14 +259,14 @@ fn build(
                         DoguDescriptor {
                             name: format!("{namespace}/{name}"),
                             version: v.into(),
-                            dependencies: vec![blueprint_machine::model::Dependency {
+                            dependencies: vec![blueprint_machine::descriptor::Dependency {
                                 kind: None,
                                 name: other.into(),
                                 version: String::new(),
                             }],
                             volumes: VOLUMES
                                 .iter()
-                                .map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] })
+                                .map(|v| blueprint_machine::descriptor::Volume { name: (*v).into(), clients: vec![] })
                                 .collect(),
                             ..Default::default()
                         },
@@ -269,7 +280,7 @@ fn build(
                 version: v.into(),
                 volumes: VOLUMES
                     .iter()
-                    .map(|v| blueprint_machine::model::Volume { name: (*v).into(), clients: vec![] })
+                    .map(|v| blueprint_machine::descriptor::Volume { name: (*v).into(), clients: vec![] })
                     .collect(),
                 ..Default::default()
             });

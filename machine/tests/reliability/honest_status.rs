@@ -3,7 +3,7 @@
 
 use blueprint_machine::State;
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 const NEXUS: &str = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}";
 

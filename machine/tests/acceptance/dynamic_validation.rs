@@ -3,7 +3,7 @@
 use blueprint_machine::observation::DescriptorLookup;
 use blueprint_machine::{Requeue, State};
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 const REDMINE_AND_POSTGRES: &str = "{displayName: x, blueprint: {dogus: [{name: official/redmine, version: 1.0.0-1}, {name: official/postgres, version: 1.0.0-1}]}}";
 const ONLY_REDMINE: &str = "{displayName: x, blueprint: {dogus: [{name: official/redmine, version: 1.0.0-1}]}}";

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintStatus, Component, ComponentStatus, Dogu, DoguStatus};
+use blueprint_machine::config_format;
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
-use blueprint_machine::model::DoguDescriptor;
+use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, DescriptorLookup, ObjectBase, Observation, OperatorFacts, ReferencedSecret,
 };
-use blueprint_machine::registry_config;
 use blueprint_machine::{ApplyFailure, FailureKind};
 use serde_json::Value;
 
-use crate::support::{NAMESPACE, at, digest};
+use blueprint_machine::fixtures::{NAMESPACE, at, digest};
 
 /// One config object of the model, with plaintext values (the model is the cluster, not an observation).
 #[derive(Clone, Debug, Default)]
@@ -176,7 +176,7 @@ impl Model {
                     };
                     values.push((s.key.as_str(), value));
                 }
-                registry_config::apply(&mut entries, values, remove.iter().map(String::as_str))
+                config_format::apply(&mut entries, values, remove.iter().map(String::as_str))
                     .map_err(|e| (FailureKind::Rejected, e.to_string()))?;
                 let updated = Store { entries, updated: now, version: revision };
                 match target {

@@ -3,7 +3,7 @@
 use blueprint_machine::api::{BlueprintDogu, BlueprintManifest};
 use blueprint_machine::{Requeue, State};
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 fn effective(decision: &blueprint_machine::Decision) -> &BlueprintManifest {
     decision.status.as_ref().unwrap().effective_blueprint.as_ref().expect("an effective blueprint")

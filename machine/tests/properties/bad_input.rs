@@ -3,21 +3,18 @@
 //! CR, a Component CR, config YAML and dogu.json. Whatever parses is reconciled; the decision must be
 //! well-formed and say what is wrong. Over 10,000 cases in all with the default counts.
 
-use std::path::Path;
-
 use blueprint_machine::api::{Blueprint, Component, Dogu};
-use blueprint_machine::model::DoguDescriptor;
-use blueprint_machine::observation::DescriptorLookup;
-use blueprint_machine::{Decision, registry_config};
-use k8s_openapi::api::core::v1::ConfigMap;
+use blueprint_machine::descriptor::DoguDescriptor;
+use blueprint_machine::observation::{ConfigObservation, DescriptorLookup};
+use blueprint_machine::{Decision, config_format};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::cases;
-use crate::support::{Scenario, component_cr, dogu_cr};
+use blueprint_machine::fixtures::{Scenario, component_cr, dogu_cr};
 
-const BLUEPRINT: &str = include_str!("../../examples/fresh-install/blueprint.yaml");
-const DESCRIPTOR: &str = include_str!("../../examples/descriptors/official/redmine/5.1.8-1.json");
+const BLUEPRINT: &str = include_str!("../../../examples/fresh-install/blueprint.yaml");
+const DESCRIPTOR: &str = include_str!("../../../examples/descriptors/official/redmine/5.1.8-1.json");
 
 /// Strings that break naive parsers of names, versions, quantities and keys.
 const AWKWARD: &[&str] = &[
@@ -258,7 +255,7 @@ fn well_formed(decision: &Decision) -> Result<(), TestCaseError> {
 fn base_blueprint() -> Value {
     static BASE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     BASE.get_or_init(|| {
-        let blueprint = blueprint_operator::plan::input::blueprint_from_text(Path::new("b.yaml"), BLUEPRINT).unwrap();
+        let blueprint: Blueprint = serde_saphyr::from_str(BLUEPRINT).unwrap();
         serde_json::to_value(blueprint).unwrap()
     })
     .clone()
@@ -288,8 +285,8 @@ proptest! {
     #[test]
     fn arbitrary_bytes_parse_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let text = String::from_utf8_lossy(&bytes);
-        let _ = blueprint_operator::plan::input::blueprint_from_text(Path::new("b.yaml"), &text);
-        let _ = registry_config::parse(&text);
+        let _ = serde_saphyr::from_str::<Blueprint>(&text);
+        let _ = config_format::parse(&text);
         let _ = serde_json::from_slice::<DoguDescriptor>(&bytes);
         let _ = serde_json::from_slice::<Dogu>(&bytes);
         let _ = serde_json::from_slice::<Component>(&bytes);
@@ -303,11 +300,10 @@ proptest! {
     #[test]
     fn a_mutated_blueprint_is_decided_without_panicking(mutations in mutations()) {
         let document = mutate(base_blueprint(), &mutations);
-        // Through the CLI's reader too: YAML is a superset of JSON.
+        // As YAML (a superset of JSON), as a blueprint file is read.
         let text = serde_json::to_string(&document).unwrap();
-        match blueprint_operator::plan::input::blueprint_from_text(Path::new("b.yaml"), &text) {
-            Ok(blueprint) => well_formed(&with_blueprint(blueprint).decide())?,
-            Err(error) => prop_assert!(error.to_string().starts_with("b.yaml: "), "{error}"),
+        if let Ok(blueprint) = serde_saphyr::from_str::<Blueprint>(&text) {
+            well_formed(&with_blueprint(blueprint).decide())?;
         }
     }
 }
@@ -375,11 +371,10 @@ proptest! {
             let value: Value = serde_saphyr::from_str(yaml).unwrap();
             serde_saphyr::to_string(&mutate(value, &mutations)).unwrap_or_default()
         };
-        let config_map = ConfigMap {
-            data: Some([("config.yaml".to_owned(), text)].into()),
-            ..Default::default()
+        let observation = match config_format::parse(&text) {
+            Ok(entries) => ConfigObservation::Present { entries, last_updated: None, resource_version: Some("1".into()) },
+            Err(e) => ConfigObservation::Malformed { reason: e.to_string(), last_updated: None, resource_version: Some("1".into()) },
         };
-        let observation = blueprint_operator::observe::config_map_observation(&config_map);
         let blueprint = serde_json::from_value(base_blueprint()).unwrap();
         let mut scenario = with_blueprint(blueprint);
         scenario.global = observation;
@@ -398,33 +393,5 @@ proptest! {
             let blueprint = serde_json::from_value(base_blueprint()).unwrap();
             well_formed(&with_blueprint(blueprint).with_component_cr(component).decide())?;
         }
-    }
-}
-
-/// The CLI says what is wrong with a file it cannot read, and exits 1 without a panic.
-#[test]
-fn plan_names_what_is_wrong_with_a_bad_file() {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text, expected) in [
-        ("bytes.yaml", "\u{0}\u{1}\u{2}: [", "not valid YAML"),
-        ("list.yaml", "- 1\n- 2\n", "expected kind Blueprint"),
-        (
-            "typed.yaml",
-            "apiVersion: k8s.cloudogu.com/v2\nkind: Blueprint\nmetadata: {name: x}\nspec: {blueprint: {dogus: 7}}\n",
-            "not a valid Blueprint",
-        ),
-    ] {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args(["plan", "-f"])
-            .arg(&path)
-            .args(["--cluster", "examples/fresh-install/cluster.yaml"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
-        assert!(stderr.contains(expected) && !stderr.contains("panicked"), "{name}: {stderr}");
     }
 }

@@ -4,7 +4,7 @@ use blueprint_machine::conditions::reason;
 use blueprint_machine::{Requeue, State};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 const INSTALL_NEXUS: &str = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}]}}";
 

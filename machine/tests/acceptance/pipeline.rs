@@ -7,7 +7,7 @@ use blueprint_machine::{ApplyFailure, FailureKind, Requeue, State, record_failur
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::json;
 
-use crate::support::*;
+use blueprint_machine::fixtures::*;
 
 const INSTALL_NEXUS: &str = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}";
 
@@ -316,7 +316,7 @@ fn case_88_a_failed_config_write_is_reported_once() {
 
 #[test]
 fn case_89_a_value_cannot_replace_a_dictionary() {
-    use blueprint_machine::registry_config::{ConfigError, apply};
+    use blueprint_machine::config_format::{ConfigError, apply};
     let mut entries = [("a/b".to_string(), "1".to_string())].into();
     assert_eq!(apply(&mut entries, [("a", "x".to_string())], []), Err(ConfigError::UsedAsDictionary("a".into())));
     let scenario = Scenario::new("{displayName: x, blueprint: {config: {global: [{key: a, value: x}]}}}")
@@ -427,56 +427,6 @@ fn case_92_several_dogu_changes_make_one_patch() {
                 "nginx.ingress.kubernetes.io/rewrite-target": "/"
             }
         }})
-    );
-}
-
-/// Amended: actions are a closed set; every name the diff can produce is one of upstream's strings.
-#[test]
-fn case_93_action_names_are_a_closed_set() {
-    use blueprint_machine::diff::{ComponentAction, DoguAction};
-    let dogu = [
-        DoguAction::Install,
-        DoguAction::Uninstall,
-        DoguAction::Upgrade,
-        DoguAction::Downgrade,
-        DoguAction::SwitchNamespace,
-        DoguAction::UpdateMinVolumeSize,
-        DoguAction::UpdateReverseProxy,
-        DoguAction::UpdateAdditionalMounts,
-    ]
-    .map(|a| a.as_str());
-    assert_eq!(
-        dogu,
-        [
-            "install",
-            "uninstall",
-            "upgrade",
-            "downgrade",
-            "dogu namespace switch",
-            "update resource minimum volume size",
-            "update reverse proxy",
-            "update additional mounts"
-        ]
-    );
-    let component = [
-        ComponentAction::Install,
-        ComponentAction::Uninstall,
-        ComponentAction::Upgrade,
-        ComponentAction::Downgrade,
-        ComponentAction::SwitchNamespace,
-        ComponentAction::UpdateDeployConfig,
-    ]
-    .map(|a| a.as_str());
-    assert_eq!(
-        component,
-        [
-            "install",
-            "uninstall",
-            "upgrade",
-            "downgrade",
-            "component namespace switch",
-            "update component package config"
-        ]
     );
 }
 

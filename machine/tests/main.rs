@@ -1,0 +1,6 @@
+//! The machine's own tests: the acceptance cases (docs/acceptance.md), the properties of transitions
+//! on a model cluster, and the machine's part of the reliability findings. One test binary.
+
+mod acceptance;
+mod properties;
+mod reliability;
