@@ -1,0 +1,91 @@
+//! Reads: GET of one object and LIST with label and field selectors and `limit`/`continue`
+//! pagination (410 for a continue token older than the last compaction); a LIST asked for
+//! `as=Table` is answered as a Table (see `tables`).
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderMap, header};
+use serde_json::{Value, json};
+
+use super::Emulator;
+use super::error::{ApiError, not_found};
+use super::resources::ResourceType;
+use super::selectors::{FieldSelector, LabelSelector};
+
+impl Emulator {
+    /// GET of one object.
+    pub(super) fn do_get(
+        &self,
+        resource: &ResourceType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(u16, Value), ApiError> {
+        let store = self.inner.store.lock().expect("not poisoned");
+        store
+            .objects
+            .get(&(resource.key(), namespace.to_owned(), name.to_owned()))
+            .cloned()
+            .map(|v| (200, v))
+            .ok_or_else(|| not_found(resource, name))
+    }
+
+    /// LIST: the matching objects after the `continue` token, at most `limit` of them, as a list or,
+    /// asked for `as=Table`, as a Table.
+    pub(super) fn do_list(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<&str>,
+        query: &BTreeMap<String, String>,
+        headers: &HeaderMap,
+    ) -> Result<(u16, Value), ApiError> {
+        let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))
+            .map_err(|e| ApiError::new(400, "BadRequest", e))?;
+        let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))
+            .map_err(|e| ApiError::new(400, "BadRequest", e))?;
+        let store = self.inner.store.lock().expect("not poisoned");
+        let after = match query.get("continue").filter(|c| !c.is_empty()) {
+            Some(token) => {
+                let (version, key) =
+                    token.split_once(':').ok_or_else(|| ApiError::new(400, "BadRequest", "invalid continue token"))?;
+                let version: u64 =
+                    version.parse().map_err(|_| ApiError::new(400, "BadRequest", "invalid continue token"))?;
+                if version < store.compacted {
+                    return Err(ApiError::new(
+                        410,
+                        "Expired",
+                        "The provided continue parameter is too old to display a consistent list result.",
+                    ));
+                }
+                Some(key.to_owned())
+            }
+            None => None,
+        };
+        let limit: usize = query.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+        let key = resource.key();
+        let mut matching = store
+            .objects
+            .iter()
+            .filter(|((r, ns, _), _)| *r == key && namespace.is_none_or(|n| n == ns))
+            .filter(|(_, v)| labels.matches(v) && fields.matches(v))
+            .filter(|((_, ns, name), _)| after.as_ref().is_none_or(|a| format!("{ns}/{name}") > *a));
+        let items: Vec<Value> = matching.by_ref().take(limit).map(|(_, v)| v.clone()).collect();
+        let remaining = matching.count();
+        let mut metadata = json!({"resourceVersion": store.revision.to_string()});
+        if remaining > 0
+            && let Some(last) = items.last()
+        {
+            let ns = last.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+            let name = last.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            metadata["continue"] = json!(format!("{}:{ns}/{name}", store.revision));
+            metadata["remainingItemCount"] = json!(remaining);
+        }
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if accept.contains("as=Table") {
+            return Ok((200, self.table(resource, &items, metadata)));
+        }
+        Ok((
+            200,
+            json!({"apiVersion": resource.api_version(), "kind": format!("{}List", resource.kind), "metadata": metadata, "items": items}),
+        ))
+    }
+}

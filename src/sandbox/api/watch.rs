@@ -1,0 +1,154 @@
+//! WATCH: a stream of JSON lines from a `resourceVersion` (or the current objects as ADDED), with
+//! label and field selectors, `sendInitialEvents` and its end bookmark, periodic bookmarks,
+//! `timeoutSeconds`, an ERROR 410 when the version is older than the last compaction, and an end
+//! whenever the fault controls drop the watches.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Response, header};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::Emulator;
+use super::error::ApiError;
+use super::resources::ResourceType;
+use super::selectors::{FieldSelector, LabelSelector};
+use super::serve::error_response;
+use super::store::{Change, Record};
+
+impl Emulator {
+    /// WATCH: a streamed response that lasts until `timeoutSeconds`, `drop_watches`, the client going
+    /// away or falling behind the live changes.
+    pub(super) fn watch(
+        &self,
+        resource: &ResourceType,
+        namespace: Option<String>,
+        query: &BTreeMap<String, String>,
+    ) -> Response<Body> {
+        let labels = match LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or("")) {
+            Ok(l) => l,
+            Err(e) => return error_response(&ApiError::new(400, "BadRequest", e)),
+        };
+        let fields = match FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or("")) {
+            Ok(f) => f,
+            Err(e) => return error_response(&ApiError::new(400, "BadRequest", e)),
+        };
+        let timeout = query.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs);
+        let bookmarks = query.get("allowWatchBookmarks").is_some_and(|b| b == "true" || b == "1");
+        let initial_events = query.get("sendInitialEvents").is_some_and(|s| s == "true");
+        let since: Option<u64> =
+            query.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0").and_then(|v| v.parse().ok());
+        let resource_key = resource.key();
+        let api_version = resource.api_version();
+        let kind = resource.kind.clone();
+        let wanted = move |record: &Record| {
+            record.resource == resource_key
+                && namespace.as_ref().is_none_or(|n| *n == record.namespace)
+                && labels.matches(&record.object)
+                && fields.matches(&record.object)
+        };
+
+        let (mut sender, receiver) = futures::channel::mpsc::channel::<Result<Bytes, Infallible>>(64);
+        let (backlog, mut live, current) = {
+            let store = self.inner.store.lock().expect("not poisoned");
+            let live = store.changes.subscribe();
+            let backlog: Result<Vec<Record>, ()> = match since {
+                Some(version) => store.since(version).ok_or(()),
+                None => Ok(store
+                    .objects
+                    .iter()
+                    .map(|((r, ns, _), object)| Record {
+                        resource_version: 0,
+                        resource: r.clone(),
+                        namespace: ns.clone(),
+                        change: Change::Added,
+                        object: object.clone(),
+                    })
+                    .collect()),
+            };
+            (backlog, live, store.revision)
+        };
+        let mut epoch = self.inner.watch_epoch.subscribe();
+        epoch.borrow_and_update();
+        let compacted_message = format!("too old resource version: {} ({current})", since.unwrap_or_default());
+        tokio::spawn(async move {
+            let line = |event_type: &str, object: &Value| Ok(watch_line(event_type, object));
+            let backlog = match backlog {
+                Ok(backlog) => backlog,
+                Err(()) => {
+                    let error = ApiError::new(410, "Expired", compacted_message);
+                    let _ = futures::SinkExt::send(&mut sender, line("ERROR", &error.body())).await;
+                    return;
+                }
+            };
+            let mut last = since.unwrap_or(current);
+            for record in backlog.iter().filter(|r| wanted(r)) {
+                last = last.max(record.resource_version);
+                if futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
+                    return;
+                }
+            }
+            if initial_events {
+                let bookmark = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": current.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}});
+                if futures::SinkExt::send(&mut sender, line("BOOKMARK", &bookmark)).await.is_err() {
+                    return;
+                }
+            }
+            let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+            let mut ticker = tokio::time::interval(Duration::from_secs(60));
+            ticker.tick().await;
+            loop {
+                let until_deadline = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = until_deadline => return,
+                    _ = epoch.changed() => return,
+                    _ = ticker.tick(), if bookmarks => {
+                        let bookmark = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": last.to_string()}});
+                        if futures::SinkExt::send(&mut sender, line("BOOKMARK", &bookmark)).await.is_err() {
+                            return;
+                        }
+                    }
+                    received = live.recv() => match received {
+                        Ok(record) => {
+                            if record.resource_version <= last && since.is_some() {
+                                continue;
+                            }
+                            last = last.max(record.resource_version);
+                            if wanted(&record) && futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
+                                return;
+                            }
+                        }
+                        // Fell behind or the store is gone: end the watch; the client re-watches.
+                        Err(_) => return,
+                    },
+                }
+            }
+        });
+        Response::builder()
+            .status(200)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(receiver.map(|chunk| chunk)))
+            .expect("a valid response")
+    }
+}
+
+/// One line of a watch stream: `{"type":…,"object":…}`, in that order, as the API server writes it.
+/// The order matters to clients: kube's decoder reads the object straight into its type when it knows
+/// the event type first, and buffers the whole object otherwise.
+fn watch_line(event_type: &str, object: &Value) -> Bytes {
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(b"{\"type\":");
+    serde_json::to_writer(&mut line, event_type).expect("a string serializes");
+    line.extend_from_slice(b",\"object\":");
+    serde_json::to_writer(&mut line, object).expect("a JSON value serializes");
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
