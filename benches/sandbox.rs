@@ -236,7 +236,7 @@ struct Url {
 async fn get(url: &Url) -> Option<(u16, String)> {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     let client = CLIENT.get_or_init(|| {
-        let tls = blueprint_operator::registry::tls::client_config(None).expect("a TLS configuration");
+        let tls = blueprint_operator::descriptors::tls::client_config(None).expect("a TLS configuration");
         reqwest::Client::builder().tls_backend_preconfigured(tls).build().expect("an HTTP client")
     });
     let response = client.get(format!("http://127.0.0.1:{}{}", url.port, url.path)).send().await.ok()?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::controller::Debounce;
-use crate::registry::{CacheSettings, RemoteSettings, UrlSchema};
+use crate::descriptors::{CacheSettings, RemoteSettings, UrlSchema};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

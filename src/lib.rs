@@ -3,11 +3,13 @@
 //! executes and wires.
 
 pub mod allocator;
+pub mod caches;
 pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod crd;
-pub mod execute;
+pub mod descriptors;
+pub mod executor;
 pub mod files;
 pub mod http;
 pub mod journal;
@@ -16,7 +18,7 @@ pub mod metrics;
 pub mod observe;
 pub mod plan;
 pub mod publish;
-pub mod registry;
+pub mod reconcile;
 pub mod run;
 pub mod sandbox;
 pub mod status;

@@ -11,10 +11,10 @@ use blueprint_machine::naming::LEASE;
 
 use crate::config::Settings;
 use crate::controller::{self, Options};
+use crate::descriptors::RemoteRegistry;
 use crate::journal::{JournalSettings, JournalWriter};
 use crate::leader::{self, Leadership, LeaseTiming, WriteGuard};
 use crate::metrics::Metrics;
-use crate::registry::RemoteRegistry;
 use crate::{http, telemetry};
 
 /// A client whose every request is counted by verb in the metrics.

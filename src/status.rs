@@ -16,6 +16,20 @@ use serde_json::{Map, Value};
 
 use blueprint_machine::naming::FIELD_MANAGER;
 
+/// How the status write went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "result")]
+pub enum StatusWrite {
+    /// Nothing to write: the stored status is the decided one.
+    Unchanged,
+    Written,
+    /// The Blueprint changed since it was observed; decided again shortly.
+    Conflict,
+    Failed {
+        message: String,
+    },
+}
+
 /// A `/status` merge patch. It borrows what it sends whole from the wanted status, so that those fields
 /// are serialized straight into the request body: a 1,000-dogu status is megabytes as
 /// `serde_json::Value`s, and building those for every write was the operator's peak memory.

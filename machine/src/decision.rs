@@ -1,6 +1,7 @@
 //! What one reconcile decides: the complete new status, the ordered actions, the events, the requeue,
 //! and the state the blueprint is in.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{BlueprintStatus, Component, Dogu, SecretReference};
+use crate::naming::label;
 use crate::observation::ObjectBase;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -175,6 +177,33 @@ impl ConfigTarget {
             _ => format!("configmaps/{}", self.object_name()),
         }
     }
+
+    /// Which config an object holds, from its labels: global, a dogu's, or a dogu's sensitive config.
+    pub fn from_labels(labels: Option<&BTreeMap<String, String>>) -> Option<Self> {
+        let labels = labels?;
+        let dogu = || labels.get(label::DOGU).cloned();
+        match labels.get(label::CONFIG_TYPE)?.as_str() {
+            label::GLOBAL_CONFIG_TYPE => Some(ConfigTarget::Global),
+            label::DOGU_CONFIG_TYPE => dogu().map(ConfigTarget::Dogu),
+            label::SENSITIVE_CONFIG_TYPE => dogu().map(ConfigTarget::Sensitive),
+            _ => None,
+        }
+    }
+
+    /// The labels of the config object the operator creates for this target.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([(label::APP.to_owned(), label::APP_CES.to_owned())]);
+        let (kind, dogu) = match self {
+            ConfigTarget::Global => (label::GLOBAL_CONFIG_TYPE, None),
+            ConfigTarget::Dogu(dogu) => (label::DOGU_CONFIG_TYPE, Some(dogu)),
+            ConfigTarget::Sensitive(dogu) => (label::SENSITIVE_CONFIG_TYPE, Some(dogu)),
+        };
+        labels.insert(label::CONFIG_TYPE.to_owned(), kind.to_owned());
+        if let Some(dogu) = dogu {
+            labels.insert(label::DOGU.to_owned(), dogu.clone());
+        }
+        labels
+    }
 }
 
 /// A key to set, with its value or, for sensitive config, the Secret key to copy it from.
@@ -273,4 +302,19 @@ pub enum FailureKind {
     Rejected,
     /// A transient failure (5xx, timeout, connection).
     Transient,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_labels_read_back_as_their_target() {
+        for target in [ConfigTarget::Global, ConfigTarget::Dogu("cas".into()), ConfigTarget::Sensitive("cas".into())] {
+            assert_eq!(ConfigTarget::from_labels(Some(&target.labels())), Some(target));
+        }
+        let local_registry = crate::naming::local_registry_labels("cas");
+        assert_eq!(ConfigTarget::from_labels(Some(&local_registry)), None, "a cache of descriptors, not config");
+        assert_eq!(ConfigTarget::from_labels(None), None);
+    }
 }

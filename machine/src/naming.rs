@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::decision::ConfigTarget;
-
 /// The field manager of every write, and the `app.kubernetes.io/managed-by` of the objects created.
 pub const FIELD_MANAGER: &str = "k8s-blueprint-operator";
 /// The operator's own component, as a blueprint names it.
@@ -54,33 +52,6 @@ pub mod selector {
     }
 }
 
-/// Which config an object holds, from its labels: global, a dogu's, or a dogu's sensitive config.
-pub fn config_target(labels: Option<&BTreeMap<String, String>>) -> Option<ConfigTarget> {
-    let labels = labels?;
-    let dogu = || labels.get(label::DOGU).cloned();
-    match labels.get(label::CONFIG_TYPE)?.as_str() {
-        label::GLOBAL_CONFIG_TYPE => Some(ConfigTarget::Global),
-        label::DOGU_CONFIG_TYPE => dogu().map(ConfigTarget::Dogu),
-        label::SENSITIVE_CONFIG_TYPE => dogu().map(ConfigTarget::Sensitive),
-        _ => None,
-    }
-}
-
-/// The labels of a config object the operator creates.
-pub fn config_labels(target: &ConfigTarget) -> BTreeMap<String, String> {
-    let mut labels = BTreeMap::from([(label::APP.to_owned(), label::APP_CES.to_owned())]);
-    let (kind, dogu) = match target {
-        ConfigTarget::Global => (label::GLOBAL_CONFIG_TYPE, None),
-        ConfigTarget::Dogu(dogu) => (label::DOGU_CONFIG_TYPE, Some(dogu)),
-        ConfigTarget::Sensitive(dogu) => (label::SENSITIVE_CONFIG_TYPE, Some(dogu)),
-    };
-    labels.insert(label::CONFIG_TYPE.to_owned(), kind.to_owned());
-    if let Some(dogu) = dogu {
-        labels.insert(label::DOGU.to_owned(), dogu.clone());
-    }
-    labels
-}
-
 /// The labels of a local dogu registry ConfigMap.
 pub fn local_registry_labels(simple_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -88,18 +59,4 @@ pub fn local_registry_labels(simple_name: &str) -> BTreeMap<String, String> {
         (label::DOGU.to_owned(), simple_name.to_owned()),
         (label::CONFIG_TYPE.to_owned(), label::LOCAL_REGISTRY_TYPE.to_owned()),
     ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_labels_read_back_as_their_target() {
-        for target in [ConfigTarget::Global, ConfigTarget::Dogu("cas".into()), ConfigTarget::Sensitive("cas".into())] {
-            assert_eq!(config_target(Some(&config_labels(&target))), Some(target));
-        }
-        assert_eq!(config_target(Some(&local_registry_labels("cas"))), None, "a cache of descriptors, not config");
-        assert_eq!(config_target(None), None);
-    }
 }

@@ -1,8 +1,6 @@
 //! `blueprint-operator run`: the kube-runtime `Controller` on Blueprints, with reflector caches of
 //! everything a reconcile observes, each change of which triggers a (debounced) reconcile.
 
-pub mod backoff;
-pub mod context;
 pub mod debounce;
 pub mod triggers;
 
@@ -14,7 +12,6 @@ use std::time::Duration;
 
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -27,16 +24,18 @@ use tracing::Instrument;
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::naming::selector;
 
-pub use context::{Context, Outcome, StatusWrite, Stores};
 pub use debounce::Debounce;
 
 use debounce::Debounced;
 use triggers::{Events, Targets};
 
-use crate::journal::JournalWriter;
+use crate::caches::{Stores, slim};
+use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
+use crate::journal::{JournalWriter, Record};
 use crate::metrics::Metrics;
 use crate::observe::decoded::Decoded;
-use crate::registry::{CacheSettings, LocalStore, Registry, RemoteRegistry};
+use crate::reconcile::Context;
+use crate::status::StatusWrite;
 
 /// What a controller needs besides its client.
 pub struct Options {
@@ -50,15 +49,6 @@ pub struct Options {
     pub journal: Option<Arc<JournalWriter>>,
     /// The clock of observations; default: the wall clock.
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
-}
-
-/// Keeps of an object's `managedFields` only the newest time (a config object's "last updated", see
-/// `observe`). The field sets (`fieldsV1`) are most of a cached object's memory and are never read.
-pub fn slim(meta: &mut ObjectMeta) {
-    let Some(entries) = meta.managed_fields.as_mut() else { return };
-    let newest = entries.iter().filter_map(|entry| entry.time.clone()).max();
-    *entries =
-        newest.map(|time| vec![ManagedFieldsEntry { time: Some(time), ..Default::default() }]).unwrap_or_default();
 }
 
 /// The watch events of `api`, their objects slimmed before any cache keeps them.
@@ -131,13 +121,12 @@ pub async fn run_controller(
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
     let descriptors = Arc::new(Registry::new(local, options.registry, options.descriptor_cache, metrics.clone()));
-    let mut context = Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics)
-        .with_journal(options.journal);
+    let mut context = Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics);
     if let Some(clock) = options.clock {
         context = context.with_clock(move || clock());
     }
-    let context = Arc::new(context);
-    let in_flight = context.in_flight.clone();
+    let reconciler = Arc::new(Reconciler { context, journal: options.journal });
+    let in_flight = reconciler.context.in_flight.clone();
 
     // Ready once every cache has listed its objects.
     tokio::spawn({
@@ -173,7 +162,7 @@ pub async fn run_controller(
     .with_config(ControllerConfig::default())
     .reconcile_on(reconcile_requests)
     .graceful_shutdown_on(shutdown.clone())
-    .run(reconcile, error_policy, context)
+    .run(reconcile, error_policy, reconciler)
     .for_each(|result| async move {
         if let Err(error) = result {
             tracing::debug!(%error, "controller event");
@@ -193,7 +182,13 @@ pub async fn run_controller(
     }
 }
 
-async fn reconcile(blueprint: Arc<Decoded<Blueprint>>, context: Arc<Context>) -> Result<Action, Infallible> {
+/// What the controller's reconciles share: the reconcile's context, and the journal they are recorded in.
+struct Reconciler {
+    context: Context,
+    journal: Option<Arc<JournalWriter>>,
+}
+
+async fn reconcile(blueprint: Arc<Decoded<Blueprint>>, reconciler: Arc<Reconciler>) -> Result<Action, Infallible> {
     let name = blueprint.name_any();
     let span = tracing::info_span!(
         "reconcile",
@@ -204,21 +199,45 @@ async fn reconcile(blueprint: Arc<Decoded<Blueprint>>, context: Arc<Context>) ->
         status = tracing::field::Empty,
     );
     async move {
-        let _busy = context.in_flight.enter();
-        let outcome = context.reconcile(&name).await;
+        let _busy = reconciler.context.in_flight.enter();
+        let record = crate::reconcile::reconcile(&reconciler.context, &name).await;
         let span = tracing::Span::current();
-        if let Some(decision) = outcome.final_decision() {
+        if let Some(decision) = record.execution.decision_after_failure.as_ref().or(record.decision.as_ref()) {
             span.record("state", tracing::field::display(decision.state));
-            span.record("actions", outcome.performed);
+            span.record("actions", record.execution.performed);
         }
-        span.record("status", tracing::field::debug(&outcome.status));
-        tracing::info!(requeue = ?outcome.requeue, "reconciled");
-        Ok(outcome.requeue)
+        span.record("status", status_words(&record.execution.status));
+        let next = record.execution.requeue_after_seconds;
+        match next {
+            Some(seconds) => tracing::info!(next = %format!("in {seconds}s"), "reconciled"),
+            None => tracing::info!(next = "when something watched changes", "reconciled"),
+        }
+        let action = next.map_or_else(Action::await_change, |s| Action::requeue(Duration::from_secs_f64(s)));
+        record_in(reconciler.journal.as_deref(), record);
+        Ok(action)
     }
     .instrument(span)
     .await
 }
 
-fn error_policy(_: Arc<Decoded<Blueprint>>, _: &Infallible, _: Arc<Context>) -> Action {
+/// Queues the reconcile for the journal, if there is one (written by the journal's own thread; a
+/// journal that cannot be written is reported and does not stop reconciling).
+fn record_in(journal: Option<&JournalWriter>, record: Record) {
+    if let Some(journal) = journal {
+        journal.record(record);
+    }
+}
+
+/// The status write in words, for the log.
+fn status_words(status: &StatusWrite) -> &'static str {
+    match status {
+        StatusWrite::Unchanged => "unchanged",
+        StatusWrite::Written => "written",
+        StatusWrite::Conflict => "conflict",
+        StatusWrite::Failed { .. } => "failed",
+    }
+}
+
+fn error_policy(_: Arc<Decoded<Blueprint>>, _: &Infallible, _: Arc<Reconciler>) -> Action {
     Action::requeue(Duration::from_secs(1))
 }

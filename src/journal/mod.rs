@@ -15,7 +15,6 @@ pub mod replay;
 pub mod writer;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
@@ -23,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use blueprint_machine::decision::{ApplyFailure, Decision};
 use blueprint_machine::observation::Observation;
 
-use crate::controller::{Outcome, StatusWrite};
+use crate::status::StatusWrite;
 
 pub use reader::{ReadError, read_files};
 pub use writer::{Journal, JournalSettings, JournalWriter};
@@ -33,6 +32,8 @@ pub use writer::{Journal, JournalSettings, JournalWriter};
 /// the message that names it).
 pub const FORMAT: u32 = 1;
 
+/// One reconcile: what it observed, decided and did. What a reconcile returns, and what the journal
+/// writes as one JSON line (the observation redacted, see [`redacted`]).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Record {
@@ -98,26 +99,4 @@ pub fn redacted(mut observation: Observation) -> Observation {
         }
     }
     observation
-}
-
-impl Record {
-    pub fn of(outcome: &Outcome, blueprint: &str, operator_version: &str, time: Time) -> Self {
-        Record {
-            format: FORMAT,
-            operator_version: operator_version.to_owned(),
-            blueprint: blueprint.to_owned(),
-            time: outcome.observation.as_ref().map(|o| o.now.clone()).unwrap_or(time),
-            observation: outcome.observation.clone().map(redacted),
-            decision: outcome.decision.clone(),
-            execution: Execution {
-                performed: outcome.performed,
-                failure: outcome.failure.clone(),
-                decision_after_failure: outcome.after_failure.clone(),
-                status: outcome.status.clone(),
-                events_published: outcome.events_published,
-                requeue_after_seconds: outcome.requeue_after.map(|d: Duration| d.as_secs_f64()),
-                error: outcome.error.clone(),
-            },
-        }
-    }
 }

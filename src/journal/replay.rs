@@ -9,7 +9,7 @@ use super::compare;
 use std::ops::ControlFlow;
 
 use super::reader::{Entry, ReadError, visit_files};
-use crate::controller::StatusWrite;
+use crate::status::StatusWrite;
 
 /// What replaying one record found.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -183,6 +183,7 @@ impl JournalWriter {
     }
 
     /// Queues a record; never blocks. A full queue (a disk slower than the reconciles) drops it.
+    /// Queues `record`; its observation is redacted before it is written (see [`super::redacted`]).
     pub fn record(&self, record: Record) {
         match self.sender.try_send(Message::Record(Box::new(record))) {
             Ok(()) => {}
@@ -209,15 +210,19 @@ impl JournalWriter {
 fn write_all(mut journal: Journal, receiver: Receiver<Message>, metrics: &Metrics) {
     for message in receiver {
         match message {
-            Message::Record(record) => match journal.append(&record) {
-                Ok(()) => {
-                    metrics.journal_records.inc();
+            Message::Record(mut record) => {
+                // Redacted here, off the reconcile's path (see `redacted`).
+                record.observation = record.observation.take().map(super::redacted);
+                match journal.append(&record) {
+                    Ok(()) => {
+                        metrics.journal_records.inc();
+                    }
+                    Err(error) => {
+                        metrics.journal_errors.inc();
+                        tracing::warn!(%error, journal = %journal.path().display(), "cannot write the journal");
+                    }
                 }
-                Err(error) => {
-                    metrics.journal_errors.inc();
-                    tracing::warn!(%error, journal = %journal.path().display(), "cannot write the journal");
-                }
-            },
+            }
             Message::Flush(done) => {
                 let _ = done.send(());
             }

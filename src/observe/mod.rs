@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
-use blueprint_machine::naming::{self, HEALTH_CONFIG};
+use blueprint_machine::naming::HEALTH_CONFIG;
 use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest, UndecodableObject,
 };
@@ -29,7 +29,7 @@ pub use digest::Digester;
 
 /// Which config a ConfigMap or Secret holds, from its labels (`blueprint_machine::naming`).
 pub fn config_target(meta: &ObjectMeta) -> Option<ConfigTarget> {
-    naming::config_target(meta.labels.as_ref())
+    ConfigTarget::from_labels(meta.labels.as_ref())
 }
 
 /// When the object was last written.

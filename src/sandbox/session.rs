@@ -17,9 +17,9 @@ use super::api::{ApiError, Clock, Emulator};
 use super::ecosystem::{self, Behaviour};
 use super::registry::{RegistryServer, Served};
 use crate::controller::{self, Options};
+use crate::descriptors::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 use crate::journal::{JournalSettings, JournalWriter};
 use crate::metrics::Metrics;
-use crate::registry::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 
 /// How the controller reaches the emulator.
 #[derive(Clone, Copy, Debug)]

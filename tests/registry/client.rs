@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use blueprint_operator::registry::{RemoteError, RemoteRegistry, UrlSchema};
+use blueprint_operator::descriptors::{RemoteError, RemoteRegistry, UrlSchema};
 use blueprint_operator::sandbox::registry::{Fault, RegistryServer, Served};
 use reqwest::StatusCode;
 

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blueprint_machine::observation::DescriptorLookup;
+use blueprint_operator::descriptors::{
+    CacheSettings, DescriptorSource, LocalStore, Registry, RemoteRegistry, UrlSchema,
+};
 use blueprint_operator::metrics::Metrics;
-use blueprint_operator::registry::{CacheSettings, DescriptorSource, LocalStore, Registry, RemoteRegistry, UrlSchema};
 use blueprint_operator::sandbox::api::Emulator;
 use blueprint_operator::sandbox::registry::{Fault, RegistryServer, Served};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -6,7 +6,7 @@ mod tls;
 
 use std::time::Duration;
 
-use blueprint_operator::registry::{RemoteSettings, UrlSchema};
+use blueprint_operator::descriptors::{RemoteSettings, UrlSchema};
 
 /// A v2 descriptor: typed dependencies.
 pub const CAS_V2: &str = r#"{"Name":"official/cas","Version":"7.1.5-2","Image":"registry.cloudogu.com/official/cas","Dependencies":[{"type":"dogu","name":"nginx","version":">=1.17.0"},{"type":"client","name":"k8s-dogu-operator"}],"Volumes":[{"Name":"data","Path":"/var/lib/cas"}]}"#;

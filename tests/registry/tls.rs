@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use blueprint_operator::registry::{RemoteError, RemoteRegistry, UrlSchema};
+use blueprint_operator::descriptors::{RemoteError, RemoteRegistry, UrlSchema};
 use blueprint_operator::sandbox::registry::RegistryServer;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;

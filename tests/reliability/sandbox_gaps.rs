@@ -43,7 +43,7 @@ async fn a_deleted_dogu_is_recreated_and_installed_again() {
 /// percent-encoding was never found.
 #[tokio::test]
 async fn the_sandbox_registry_serves_names_that_need_percent_encoding() {
-    use blueprint_operator::registry::{RemoteRegistry, RemoteSettings, UrlSchema};
+    use blueprint_operator::descriptors::{RemoteRegistry, RemoteSettings, UrlSchema};
     use blueprint_operator::sandbox::registry::RegistryServer;
 
     let registry = RegistryServer::new(None);

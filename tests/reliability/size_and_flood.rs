@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use blueprint_operator::registry::{REQUEST_BURST, REQUESTS_PER_SECOND};
+use blueprint_operator::descriptors::{REQUEST_BURST, REQUESTS_PER_SECOND};
 
 use crate::sandbox::e2e;
 use crate::support::*;

@@ -1,4 +1,4 @@
-//! One reconcile of the real shell (`Context::reconcile`) against a scripted API server behind kube's
+//! One reconcile of the real shell (`reconcile::reconcile`) against a scripted API server behind kube's
 //! `Client` (tower-test): every request is recorded with its method, path, content type and body, and
 //! answered by the test's responder.
 
@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
-use blueprint_operator::controller::{Context, Outcome, Stores};
+use blueprint_operator::caches::Stores;
+use blueprint_operator::descriptors::{CacheSettings, LocalStore, Registry};
+use blueprint_operator::journal::Record;
 use blueprint_operator::metrics::Metrics;
 use blueprint_operator::observe::decoded::Decoded;
-use blueprint_operator::registry::{CacheSettings, LocalStore, Registry};
+use blueprint_operator::reconcile::Context;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -195,7 +197,7 @@ impl Harness {
 
     /// Runs one reconcile; GETs of referenced Secrets are answered from `secrets`, everything else by
     /// `responder`.
-    pub async fn reconcile(&self, responder: Responder) -> (Outcome, Vec<Recorded>) {
+    pub async fn reconcile(&self, responder: Responder) -> (Record, Vec<Recorded>) {
         let (client, recorded, server) = self.client(responder);
         let stores = self.stores();
         let metrics = Metrics::shared();
@@ -204,7 +206,7 @@ impl Harness {
         let descriptors = Arc::new(Registry::new(local, None, CacheSettings::default(), metrics.clone()));
         let context = Context::new(client, NAMESPACE.into(), "1.0.0".into(), stores, descriptors, metrics)
             .with_clock(|| Timestamp::from_second(1_767_225_600).unwrap());
-        let outcome = context.reconcile(crate::support::NAME).await;
+        let outcome = blueprint_operator::reconcile::reconcile(&context, crate::support::NAME).await;
         drop(context);
         server.abort();
         let requests = recorded.lock().unwrap().clone();

@@ -1,12 +1,9 @@
 //! The exact requests one reconcile sends for each kind of action and for the status write, the error
 //! paths, and what the reconcile then returns.
 
-use std::time::Duration;
-
 use blueprint_machine::State;
 use blueprint_machine::decision::FailureKind;
-use blueprint_operator::controller::StatusWrite;
-use kube::runtime::controller::Action;
+use blueprint_operator::status::StatusWrite;
 use serde_json::{Value, json};
 
 use super::harness::*;
@@ -62,10 +59,10 @@ async fn installing_a_dogu_posts_its_cr_then_writes_the_status_once_then_publish
     assert_eq!(applied.body["regarding"]["name"], "test-blueprint");
     assert_eq!(applied.body["regarding"]["kind"], "Blueprint");
 
-    assert_eq!(outcome.status, StatusWrite::Written);
-    assert_eq!(outcome.performed, 1);
-    assert_eq!(outcome.events_published, 4);
-    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+    assert_eq!(outcome.execution.status, StatusWrite::Written);
+    assert_eq!(outcome.execution.performed, 1);
+    assert_eq!(outcome.execution.events_published, 4);
+    assert_eq!(outcome.execution.requeue_after_seconds, Some(1.0));
 }
 
 #[tokio::test]
@@ -91,7 +88,7 @@ async fn an_uninstall_deletes_and_tolerates_not_found() {
         ))
         .await;
     assert_eq!(requests[0].line(), format!("DELETE {DOGU_PATH}/nexus"));
-    assert_eq!(outcome.failure, None, "an object that is already gone is deleted");
+    assert_eq!(outcome.execution.failure, None, "an object that is already gone is deleted");
     assert_eq!(outcome.decision.unwrap().state, State::ApplyingDogus);
 }
 
@@ -152,7 +149,7 @@ async fn config_writes_are_conditional_on_the_observed_version_or_create() {
         patch.body,
         json!({"metadata": {"resourceVersion": "17"}, "data": {"config.yaml": "fqdn: ces.example.com\nkeep: this\n"}})
     );
-    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.execution.failure, None);
 }
 
 #[tokio::test]
@@ -169,8 +166,8 @@ async fn a_config_write_conflict_requeues_after_one_second_without_reporting_a_f
             }
         }))
         .await;
-    assert_eq!(outcome.failure.as_ref().unwrap().kind, FailureKind::Conflict);
-    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+    assert_eq!(outcome.execution.failure.as_ref().unwrap().kind, FailureKind::Conflict);
+    assert_eq!(outcome.execution.requeue_after_seconds, Some(1.0));
     let status = requests.iter().find(|r| r.path == STATUS_PATH).unwrap();
     let conditions = status.body["status"]["conditions"].as_array().unwrap();
     let last_apply = conditions.iter().find(|c| c["type"] == "LastApplySucceeded").unwrap();
@@ -199,8 +196,8 @@ async fn api_errors_of_actions_map_to_conditions_and_requeues() {
     };
     let harness = upgrade();
     let (outcome, requests) = harness.reconcile(failing(404, "NotFound")(&harness.blueprint)).await;
-    assert_eq!(outcome.failure.as_ref().unwrap().kind, FailureKind::NotFound);
-    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(10)));
+    assert_eq!(outcome.execution.failure.as_ref().unwrap().kind, FailureKind::NotFound);
+    assert_eq!(outcome.execution.requeue_after_seconds, Some(10.0));
     let status = requests.iter().find(|r| r.path == STATUS_PATH).unwrap();
     let last_apply = status.body["status"]["conditions"]
         .as_array()
@@ -219,12 +216,10 @@ async fn api_errors_of_actions_map_to_conditions_and_requeues() {
     for (code, reason) in [(422, "Invalid"), (500, "InternalError")] {
         let harness = upgrade();
         let (outcome, _) = harness.reconcile(failing(code, reason)(&harness.blueprint)).await;
-        let kind = outcome.failure.as_ref().unwrap().kind;
+        let kind = outcome.execution.failure.as_ref().unwrap().kind;
         assert_eq!(kind, if code == 422 { FailureKind::Rejected } else { FailureKind::Transient });
-        let debug = format!("{:?}", outcome.requeue);
-        assert!(debug.contains("requeue_after: Some("), "{debug}");
-        assert_ne!(outcome.requeue, Action::requeue(Duration::from_secs(10)));
-        assert_ne!(outcome.requeue, Action::await_change());
+        let after = outcome.execution.requeue_after_seconds.expect("a requeue");
+        assert!((0.8..=1.2).contains(&after), "backoff starts at about 1 s: {after}");
     }
 }
 
@@ -237,12 +232,12 @@ async fn a_transport_failure_is_transient_and_backs_off() {
             if r.method == "POST" && r.path == DOGU_PATH { (0, Value::Null) } else { default_answer(&blueprint, r) }
         }))
         .await;
-    let failure = outcome.failure.unwrap();
+    let failure = outcome.execution.failure.unwrap();
     assert_eq!(failure.kind, FailureKind::Transient);
     assert!(failure.message.contains("connection reset"), "{}", failure.message);
     assert!(requests.iter().any(|r| r.path == STATUS_PATH), "the failure is reported in the status");
-    assert_ne!(outcome.requeue, Action::await_change());
-    assert_ne!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+    assert_ne!(outcome.execution.requeue_after_seconds, None);
+    assert_ne!(outcome.execution.requeue_after_seconds, Some(1.0));
 }
 
 #[tokio::test]
@@ -254,12 +249,12 @@ async fn a_status_write_conflict_publishes_no_events_and_retries_after_one_secon
             if r.path == STATUS_PATH { (409, status(409, "Conflict")) } else { default_answer(&blueprint, r) }
         }))
         .await;
-    assert_eq!(outcome.status, StatusWrite::Conflict);
+    assert_eq!(outcome.execution.status, StatusWrite::Conflict);
     assert!(
         !requests.iter().any(|r| r.path == EVENTS_PATH),
         "events of a decision whose status was not written are not published"
     );
-    assert_eq!(outcome.requeue, Action::requeue(Duration::from_secs(1)));
+    assert_eq!(outcome.execution.requeue_after_seconds, Some(1.0));
 }
 
 #[tokio::test]
@@ -271,9 +266,9 @@ async fn a_failed_status_write_backs_off() {
             if r.path == STATUS_PATH { (500, status(500, "InternalError")) } else { default_answer(&blueprint, r) }
         }))
         .await;
-    assert!(matches!(outcome.status, StatusWrite::Failed { .. }));
+    assert!(matches!(outcome.execution.status, StatusWrite::Failed { .. }));
     assert!(!requests.iter().any(|r| r.path == EVENTS_PATH));
-    assert_ne!(outcome.requeue, Action::await_change());
+    assert_ne!(outcome.execution.requeue_after_seconds, None);
 }
 
 #[tokio::test]
@@ -287,6 +282,6 @@ async fn a_reconcile_with_nothing_to_do_sends_no_request_at_all() {
     settled.blueprint.status = first.decision.unwrap().status;
     let (outcome, requests) = settled.reconcile(healthy(settled.blueprint.clone())).await;
     assert_eq!(lines(&requests), Vec::<String>::new());
-    assert_eq!(outcome.status, StatusWrite::Unchanged);
-    assert_eq!(outcome.requeue, Action::await_change());
+    assert_eq!(outcome.execution.status, StatusWrite::Unchanged);
+    assert_eq!(outcome.execution.requeue_after_seconds, None);
 }

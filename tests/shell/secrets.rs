@@ -44,7 +44,7 @@ async fn secret_values_stay_out_of_requests_and_logs() {
     ))
     .secret(secret("ldap-admin", &[], &[("password", VALUE)], "41"));
     let (outcome, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
-    assert_eq!(outcome.failure, None);
+    assert_eq!(outcome.execution.failure, None);
 
     let write_path = "/api/v1/namespaces/ecosystem/secrets/ldap-config";
     let write =

@@ -187,7 +187,7 @@ impl Executor {
             .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
         let text = config_format::render(&entries);
 
-        let labels = blueprint_machine::naming::config_labels(target);
+        let labels = target.labels();
         let patch_params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         let post = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         let result = if sensitive {

@@ -1,0 +1,124 @@
+//! One reconcile of the shell, in named steps a reader can follow top to bottom:
+//!
+//! 1. **observe** (`observe`): the Blueprint (or what this process wrote of it), the caches, the
+//!    referenced Secrets as digests, the dogu descriptors, the clock → an `Observation`;
+//! 2. **decide**: `blueprint_machine::reconcile_read`;
+//! 3. **execute** (`execute`): the actions in order, until one fails (`record_failure` then decides);
+//! 4. **write the status** (`write_status`): once, only if it changed;
+//! 5. **publish** the events (`publish`), only after that write succeeded;
+//! 6. **requeue** (`requeue`): the machine's rule after the status write, the shell's backoff.
+//!
+//! The result is the journal's [`Record`]: what was observed, decided and executed, one serde type
+//! for the controller and the journal.
+
+pub mod backoff;
+mod context;
+mod execute;
+mod in_flight;
+mod observe;
+mod publish;
+mod requeue;
+mod write_status;
+
+use std::time::Instant;
+
+use blueprint_machine::{Reading, StatusWriteResult};
+
+pub use context::{CACHE_WAIT, Context, ObserveError};
+pub use in_flight::InFlight;
+
+use crate::journal::{Execution, FORMAT, Record};
+use crate::metrics::OutcomeLabels;
+use crate::status::StatusWrite;
+
+/// One reconcile of the Blueprint `name`: the record of what it observed, decided and did (`execution`
+/// says when to look again).
+pub async fn reconcile(context: &Context, name: &str) -> Record {
+    let started = Instant::now();
+    let blueprint = context.blueprint(name);
+    let reading = blueprint.as_deref().map(Reading::of);
+
+    // 1. Observe.
+    let observation = match observe::observe(context, blueprint.clone(), reading.as_ref()).await {
+        Ok(observation) => observation,
+        Err(error) => return could_not_observe(context, name, error),
+    };
+    // 2. Decide.
+    let decision = blueprint_machine::reconcile_read(reading.as_ref(), &observation);
+    // 3. Execute.
+    let executed = execute::execute(context, &observation, &decision).await;
+    let outcome = executed.after_failure.as_ref().unwrap_or(&decision);
+    // 4. Write the status.
+    let status = write_status::write_status(context, name, blueprint.as_deref(), outcome).await;
+    // 5. Publish the events, only if the status they belong to is the stored one.
+    let events_published = match (&status, blueprint.as_deref()) {
+        (StatusWrite::Unchanged | StatusWrite::Written, Some(blueprint)) => {
+            publish::publish(context, blueprint, &outcome.events).await
+        }
+        _ => 0,
+    };
+    // 6. Requeue.
+    let requeue = blueprint_machine::after_status_write(outcome, status_result(&status));
+    let requeue_after = requeue::delay(context, name, &requeue);
+
+    context.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
+    let label = match (&executed.failure, &status) {
+        (_, StatusWrite::Conflict) => "StatusConflict".to_owned(),
+        (_, StatusWrite::Failed { .. }) => "StatusFailed".to_owned(),
+        (Some(_), _) => "ApplyFailed".to_owned(),
+        (None, _) => decision.state.to_string(),
+    };
+    context.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: label }).inc();
+    Record {
+        format: FORMAT,
+        operator_version: context.operator_version.clone(),
+        blueprint: name.to_owned(),
+        time: observation.now.clone(),
+        execution: Execution {
+            performed: executed.performed,
+            failure: executed.failure,
+            decision_after_failure: executed.after_failure,
+            status,
+            events_published,
+            requeue_after_seconds: requeue_after.map(|d| d.as_secs_f64()),
+            error: None,
+        },
+        observation: Some(observation),
+        decision: Some(decision),
+    }
+}
+
+/// The reconcile could not even observe (the caches are not filled, a Secret could not be read):
+/// nothing was decided; it is tried again with backoff.
+fn could_not_observe(context: &Context, name: &str, error: ObserveError) -> Record {
+    tracing::warn!(%error, "reconcile could not decide");
+    let requeue = blueprint_machine::Requeue::Backoff { reason: error.to_string() };
+    let requeue_after = requeue::delay(context, name, &requeue);
+    context.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: "ObserveFailed".into() }).inc();
+    Record {
+        format: FORMAT,
+        operator_version: context.operator_version.clone(),
+        blueprint: name.to_owned(),
+        time: context.now(),
+        observation: None,
+        decision: None,
+        execution: Execution {
+            performed: 0,
+            failure: None,
+            decision_after_failure: None,
+            status: StatusWrite::Unchanged,
+            events_published: 0,
+            requeue_after_seconds: requeue_after.map(|d| d.as_secs_f64()),
+            error: Some(error.to_string()),
+        },
+    }
+}
+
+fn status_result(status: &StatusWrite) -> StatusWriteResult {
+    match status {
+        StatusWrite::Unchanged => StatusWriteResult::Unchanged,
+        StatusWrite::Written => StatusWriteResult::Written,
+        StatusWrite::Conflict => StatusWriteResult::Conflict,
+        StatusWrite::Failed { .. } => StatusWriteResult::Failed,
+    }
+}

@@ -1,0 +1,99 @@
+//! Step 1, observe: the caches, the referenced Secrets (as digests), the dogu descriptors and the clock,
+//! into the machine's `Observation`. The Blueprint's reading says which descriptors and Secrets.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Resource;
+use kube::api::Api;
+
+use blueprint_machine::Reading;
+use blueprint_machine::api::Blueprint;
+use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
+
+use super::{CACHE_WAIT, Context, ObserveError};
+use crate::observe::decoded::{Decoded, Undecodable};
+use crate::observe::{Snapshot, is_health_config};
+
+pub(super) async fn observe(
+    context: &Context,
+    blueprint: Option<Arc<Blueprint>>,
+    reading: Option<&Reading<'_>>,
+) -> Result<Observation, ObserveError> {
+    tokio::time::timeout(CACHE_WAIT, context.stores.ready())
+        .await
+        .map_err(|_| ObserveError::CachesNotFilled(CACHE_WAIT))??;
+    let stores = &context.stores;
+    let blueprints = stores.blueprints.state();
+    let dogus = stores.dogus.state();
+    let components = stores.components.state();
+    let config_maps = stores.config_maps.state();
+    let health = stores.health_config.state();
+    let sensitive = stores.sensitive_configs.state();
+    let undecodable = undecodable("Dogu", &dogus)
+        .chain(undecodable("Component", &components))
+        .chain(undecodable("ConfigMap", &config_maps))
+        .chain(undecodable("ConfigMap", &health))
+        .chain(undecodable("Secret", &sensitive))
+        .collect();
+
+    let referenced = match reading {
+        Some(reading) => {
+            let api = Api::<Decoded<Secret>>::namespaced(context.client.clone(), &context.namespace);
+            let names = reading.referenced_secrets();
+            context
+                .secrets
+                .observe(&names, &stores.secret_metadata, &api, &context.namespace, &context.digester)
+                .await
+                .map_err(ObserveError::ReadSecret)?
+        }
+        None => Default::default(),
+    };
+    // Concurrently: on a fresh install every wanted descriptor may need the remote registry.
+    let wanted = reading.map(Reading::wanted_descriptors).unwrap_or_default();
+    let descriptors = futures::future::join_all(wanted.into_iter().map(|(name, version)| async move {
+        let lookup = context.descriptors.lookup(&name, &version).await;
+        DescriptorEntry { name, version, lookup }
+    }))
+    .await;
+    let own_name = blueprint.as_deref().and_then(|b| b.metadata.name.clone());
+    let other_blueprints = blueprints
+        .iter()
+        .filter_map(|b| b.meta().name.clone())
+        .filter(|other| Some(other) != own_name.as_ref())
+        .collect();
+    let snapshot = Snapshot {
+        now: context.now(),
+        operator: OperatorFacts::new(context.namespace.clone(), Some(context.operator_version.clone())),
+        blueprint,
+        blueprint_count: blueprints.len(),
+        other_blueprints,
+        dogus: objects(&dogus),
+        components: objects(&components),
+        config_maps: config_maps
+            .iter()
+            .filter_map(|c| c.object())
+            .map(AsRef::as_ref)
+            .filter(|c| !is_health_config(c))
+            .chain(health.iter().filter_map(|c| c.object()).map(AsRef::as_ref))
+            .collect(),
+        secrets: sensitive.iter().filter_map(|s| s.object()).map(AsRef::as_ref).collect(),
+        undecodable,
+        referenced_secrets: Some(referenced),
+        descriptors,
+    };
+    Ok(snapshot.observe(&context.digester))
+}
+
+/// The decoded objects of a cache, shared with it.
+fn objects<K>(cached: &[Arc<Decoded<K>>]) -> Vec<Arc<K>> {
+    cached.iter().filter_map(|d| d.object().cloned()).collect()
+}
+
+/// The objects of a cache that do not fit their type, with their kind.
+fn undecodable<'a, K>(
+    kind: &'static str,
+    cached: &'a [Arc<Decoded<K>>],
+) -> impl Iterator<Item = (&'static str, &'a Undecodable)> {
+    cached.iter().filter_map(move |d| d.undecodable().map(|u| (kind, u)))
+}
