@@ -9,9 +9,11 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use blueprint_machine::naming::LEASE;
 
-use crate::config::Settings;
+use crate::config::{Settings, SettingsError};
 use crate::controller::{self, Options};
+use crate::descriptors::RegistrySettingsError;
 use crate::descriptors::RemoteRegistry;
+use crate::files::FileError;
 use crate::journal::{JournalSettings, JournalWriter};
 use crate::leader::{self, Leadership, LeaseTiming, WriteGuard};
 use crate::metrics::Metrics;
@@ -64,8 +66,30 @@ pub async fn termination() {
     });
 }
 
-pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
-    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+/// Why `run` stopped: at the start (a setting, a file, the client, a port, the journal) or because
+/// this replica lost the Lease. Each message is one line that names what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Registry(#[from] RegistrySettingsError),
+    #[error("the kubeconfig {0}")]
+    Kubeconfig(FileError),
+    #[error("cannot configure the Kubernetes client: {0}")]
+    ClientConfig(#[from] kube::config::InferConfigError),
+    #[error("cannot create the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    #[error("cannot listen on {address}: {source}")]
+    Listen { address: std::net::SocketAddr, source: std::io::Error },
+    #[error("cannot open the journal {path}: {source}")]
+    Journal { path: String, source: std::io::Error },
+    #[error("lost the leader lease; stopping so that only the leader writes")]
+    LostLease,
+}
+
+pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
+    let settings = Settings::from_env()?;
     telemetry::init(&settings.log_level, settings.log_format);
     tracing::info!(version = %settings.operator_version, namespace = %settings.namespace, "starting");
 
@@ -85,9 +109,8 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     };
     let metrics = Metrics::shared();
     check_kubeconfig_size()?;
-    let config = kube::Config::infer().await.map_err(|e| format!("cannot configure the Kubernetes client: {e}"))?;
-    let client =
-        client(config.clone(), metrics.clone()).map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+    let config = kube::Config::infer().await?;
+    let client = client(config.clone(), metrics.clone()).map_err(RunError::Client)?;
 
     let ready = Arc::new(AtomicBool::new(false));
     let router = http::router(ready.clone(), metrics.clone());
@@ -98,7 +121,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     for address in addresses {
         let router = router.clone();
         let listener =
-            tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
+            tokio::net::TcpListener::bind(address).await.map_err(|source| RunError::Listen { address, source })?;
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::error!(%error, "the operations endpoint stopped");
@@ -110,7 +133,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
         Some(settings) => {
             let shown = settings.path.display().to_string();
             let journal = JournalWriter::start(settings, metrics.clone())
-                .map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
+                .map_err(|source| RunError::Journal { path: shown.clone(), source })?;
             tracing::info!(journal = %shown, "recording every reconcile");
             Some(Arc::new(journal))
         }
@@ -144,8 +167,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
             return Ok(());
         }
     }
-    let guarded = guarded_client(config, metrics.clone(), leadership.guard())
-        .map_err(|e| format!("cannot create the Kubernetes client: {e}"))?;
+    let guarded = guarded_client(config, metrics.clone(), leadership.guard()).map_err(RunError::Client)?;
     let lost = leadership.lost();
     let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<bool>();
     let stop = async move {
@@ -159,14 +181,14 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), String> {
     // Given up at once, so that a standby takes over without waiting for the Lease to expire.
     leadership.release(RELEASE_TIMEOUT).await;
     match stop_receiver.await {
-        Ok(true) => Err("lost the leader lease; stopping so that only the leader writes".into()),
+        Ok(true) => Err(RunError::LostLease),
         _ => Ok(()),
     }
 }
 
 /// The kubeconfig files the client will read (`KUBECONFIG`, else `~/.kube/config`) must be of a
 /// kubeconfig's size: kube reads them whole.
-fn check_kubeconfig_size() -> Result<(), String> {
+fn check_kubeconfig_size() -> Result<(), RunError> {
     let paths: Vec<std::path::PathBuf> = match std::env::var_os("KUBECONFIG") {
         Some(list) => std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()).collect(),
         None => {
@@ -174,7 +196,7 @@ fn check_kubeconfig_size() -> Result<(), String> {
         }
     };
     for path in paths.iter().filter(|p| p.exists()) {
-        crate::files::read(path, crate::files::KUBECONFIG_LIMIT).map_err(|e| format!("the kubeconfig {e}"))?;
+        crate::files::read(path, crate::files::KUBECONFIG_LIMIT).map_err(RunError::Kubeconfig)?;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::DescriptorLookup;
 
 pub use local::LocalStore;
-pub use remote::{RemoteError, RemoteRegistry, RemoteSettings, UrlSchema};
+pub use remote::{RegistrySettingsError, RemoteError, RemoteRegistry, RemoteSettings, UrlSchema};
 
 use crate::metrics::Metrics;
 

@@ -115,35 +115,57 @@ impl std::fmt::Debug for RemoteRegistry {
     }
 }
 
+/// Why the registry client cannot be built from its settings. The messages never repeat the endpoint
+/// or the proxy URL: they may carry credentials or a token.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrySettingsError {
+    #[error("DOGU_REGISTRY_ENDPOINT is not a URL: {0}")]
+    NotUrl(String),
+    #[error(
+        "DOGU_REGISTRY_ENDPOINT must not contain credentials; set DOGU_REGISTRY_USERNAME and DOGU_REGISTRY_PASSWORD"
+    )]
+    CredentialsInEndpoint,
+    #[error("DOGU_REGISTRY_ENDPOINT is not an http(s) URL (the scheme is {0:?})")]
+    NotHttp(String),
+    #[error("DOGU_REGISTRY_ENDPOINT must not have a query or a fragment")]
+    QueryOrFragment,
+    #[error("DOGU_REGISTRY_ENDPOINT has no path")]
+    NoPath,
+    #[error("DOGU_REGISTRY_TIMEOUT must be longer than zero")]
+    ZeroTimeout,
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error("invalid proxy url (PROXY_URL): {0}")]
+    Proxy(String),
+    #[error("cannot build the registry client: {0}")]
+    Client(reqwest::Error),
+}
+
 impl RemoteRegistry {
-    pub fn new(settings: &RemoteSettings) -> Result<Self, String> {
-        // The endpoint is never repeated in these messages: it may carry credentials or a token.
-        let mut base =
-            Url::parse(settings.endpoint.trim()).map_err(|e| format!("DOGU_REGISTRY_ENDPOINT is not a URL: {e}"))?;
+    pub fn new(settings: &RemoteSettings) -> Result<Self, RegistrySettingsError> {
+        use RegistrySettingsError as E;
+        let mut base = Url::parse(settings.endpoint.trim()).map_err(|e| E::NotUrl(e.to_string()))?;
         if !base.username().is_empty() || base.password().is_some() {
-            return Err(
-                "DOGU_REGISTRY_ENDPOINT must not contain credentials; set DOGU_REGISTRY_USERNAME and DOGU_REGISTRY_PASSWORD"
-                    .into(),
-            );
+            return Err(E::CredentialsInEndpoint);
         }
         if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
-            return Err(format!("DOGU_REGISTRY_ENDPOINT is not an http(s) URL (the scheme is {:?})", base.scheme()));
+            return Err(E::NotHttp(base.scheme().to_owned()));
         }
         if base.query().is_some() || base.fragment().is_some() {
-            return Err("DOGU_REGISTRY_ENDPOINT must not have a query or a fragment".into());
+            return Err(E::QueryOrFragment);
         }
         if settings.timeout.is_zero() {
-            return Err("DOGU_REGISTRY_TIMEOUT must be longer than zero".into());
+            return Err(E::ZeroTimeout);
         }
         // `https://host/api/v2//` is `https://host/api/v2`.
         while base.path().len() > 1 && base.path().ends_with('/') {
-            base.path_segments_mut().map_err(|_| "DOGU_REGISTRY_ENDPOINT has no path")?.pop();
+            base.path_segments_mut().map_err(|_| E::NoPath)?.pop();
         }
         // Upstream appends `dogus/` itself with the default schema, and accepts endpoints that end in it.
         if settings.schema == UrlSchema::Default
             && base.path_segments().and_then(|mut s| s.next_back()) == Some("dogus")
         {
-            base.path_segments_mut().map_err(|_| "DOGU_REGISTRY_ENDPOINT has no path")?.pop();
+            base.path_segments_mut().map_err(|_| E::NoPath)?.pop();
         }
         let shown = base.as_str().trim_end_matches('/').to_owned();
 
@@ -154,18 +176,17 @@ impl RemoteRegistry {
         builder = match &settings.proxy {
             Some(proxy) => {
                 // The URL may carry the proxy's password: messages never repeat it.
-                let url = Url::parse(proxy).map_err(|e| format!("invalid proxy url (PROXY_URL): {e}"))?;
+                let url = Url::parse(proxy).map_err(|e| E::Proxy(e.to_string()))?;
                 if !matches!(url.scheme(), "http" | "https") {
-                    return Err(format!("invalid proxy url (PROXY_URL): the scheme {:?} is not http(s)", url.scheme()));
+                    return Err(E::Proxy(format!("the scheme {:?} is not http(s)", url.scheme())));
                 }
-                let proxy = reqwest::Proxy::all(url)
-                    .map_err(|e| format!("invalid proxy url (PROXY_URL): {}", error_chain(&e.without_url())))?;
+                let proxy = reqwest::Proxy::all(url).map_err(|e| E::Proxy(error_chain(&e.without_url())))?;
                 builder.proxy(proxy)
             }
             // Without PROXY_URL no proxy is used, whatever HTTP_PROXY says: one place configures it.
             None => builder.no_proxy(),
         };
-        let http = builder.build().map_err(|e| format!("cannot build the registry client: {e}"))?;
+        let http = builder.build().map_err(E::Client)?;
         Ok(RemoteRegistry {
             http,
             base,

@@ -8,31 +8,50 @@ use rustls::{ClientConfig, RootCertStore};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
+use crate::files::FileError;
+
+/// Why the registry client's TLS cannot be configured: a problem with the extra CA file, named.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read the CA file {path}: {source}")]
+    Unreadable { path: String, source: std::io::Error },
+    #[error("the CA file {0}")]
+    Bounded(FileError),
+    #[error("the CA file {path} is not PEM: {problem}")]
+    NotPem { path: String, problem: String },
+    #[error("the CA file {0} holds no certificate")]
+    Empty(String),
+    #[error("the CA file {path} holds an unusable certificate: {source}")]
+    Unusable { path: String, source: rustls::Error },
+    #[error("cannot configure TLS: {0}")]
+    Configure(rustls::Error),
+}
+
 /// The client configuration; fails only on an unreadable or empty extra CA file.
-pub fn client_config(extra_ca: Option<&Path>) -> Result<ClientConfig, String> {
+pub fn client_config(extra_ca: Option<&Path>) -> Result<ClientConfig, TlsError> {
     let mut roots = RootCertStore::empty();
     // Unparsable platform certificates are skipped, as every TLS client does; an empty platform store
     // is not an error (plain-HTTP registries and images without CA bundles still work).
     let native = rustls_native_certs::load_native_certs();
     roots.add_parsable_certificates(native.certs);
     if let Some(path) = extra_ca {
-        let shown = path.display();
+        let shown = || path.display().to_string();
         let bytes = crate::files::read(path, crate::files::CA_FILE_LIMIT).map_err(|e| match e {
-            crate::files::FileError::Io { source, .. } => format!("cannot read the CA file {shown}: {source}"),
-            other => format!("the CA file {other}"),
+            FileError::Io { source, .. } => TlsError::Unreadable { path: shown(), source },
+            other => TlsError::Bounded(other),
         })?;
         let certificates = CertificateDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("the CA file {shown} is not PEM: {e}"))?;
+            .map_err(|e| TlsError::NotPem { path: shown(), problem: e.to_string() })?;
         if certificates.is_empty() {
-            return Err(format!("the CA file {shown} holds no certificate"));
+            return Err(TlsError::Empty(shown()));
         }
         for certificate in certificates {
-            roots.add(certificate).map_err(|e| format!("the CA file {shown} holds an unusable certificate: {e}"))?;
+            roots.add(certificate).map_err(|source| TlsError::Unusable { path: shown(), source })?;
         }
     }
     ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot configure TLS: {e}"))
+        .map_err(TlsError::Configure)
         .map(|builder| builder.with_root_certificates(roots).with_no_client_auth())
 }

@@ -31,15 +31,33 @@ enum End {
     TimedOut(String),
 }
 
-pub async fn run(args: SandboxArgs) -> Result<i32, String> {
+/// Why the sandbox could not run a blueprint.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(transparent)]
+    Input(#[from] input::InputError),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error(transparent)]
+    Seed(#[from] seed::SeedError),
+    #[error("the blueprint has no metadata.name")]
+    Unnamed,
+    #[error("cannot start the sandbox: {0}")]
+    Start(std::io::Error),
+    #[error("cannot apply the blueprint: {0}")]
+    Apply(String),
+}
+
+pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
     let blueprint: Blueprint = match &args.blueprint {
-        Some(path) => input::read_blueprint(path).map_err(|e| e.to_string())?,
-        None => serde_saphyr::from_str(seed::DEFAULT_BLUEPRINT).map_err(|e| e.to_string())?,
+        Some(path) => input::read_blueprint(path)?,
+        None => input::blueprint_from_text(std::path::Path::new("the built-in blueprint"), seed::DEFAULT_BLUEPRINT)?,
     };
     let cluster = match &args.cluster {
         Some(path) => {
-            let text = crate::files::read_text(path, crate::files::CLUSTER_FILE_LIMIT).map_err(|e| e.to_string())?;
-            seed::objects(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            let text = crate::files::read_text(path, crate::files::CLUSTER_FILE_LIMIT)?;
+            seed::objects(&text)
+                .map_err(|e| seed::SeedError::InFile { path: path.display().to_string(), source: Box::new(e) })?
         }
         None => seed::objects(seed::DEFAULT_CLUSTER)?,
     };
@@ -47,7 +65,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
         Some(dir) => seed::read_descriptors(dir)?,
         None => seed::builtin_descriptors(),
     };
-    let name = blueprint.metadata.name.clone().ok_or("the blueprint has no metadata.name")?;
+    let name = blueprint.metadata.name.clone().ok_or(SandboxError::Unnamed)?;
     let behaviour = Behaviour {
         install: Duration::from_millis(1500),
         upgrade: Duration::from_millis(1000),
@@ -63,14 +81,14 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     };
     let version = options.operator_version.clone();
     let serve = args.serve.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    let mut sandbox =
-        Sandbox::start(options, Some(serve)).await.map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    let mut sandbox = Sandbox::start(options, Some(serve)).await.map_err(SandboxError::Start)?;
     let address = match sandbox.transport() {
         super::session::Transport::Http(address) => address,
         super::session::Transport::InProcess => serve,
     };
     seed::cluster(&sandbox.emulator, &sandbox.namespace, &cluster)?;
-    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &descriptors).map_err(|e| e.message)?;
+    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &descriptors)
+        .map_err(|e| seed::SeedError::Refused(e.message))?;
     println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace);
     println!(
         "sandbox: {} objects seeded; dogu registry with {} descriptors on {}",
@@ -82,7 +100,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, String> {
     println!("sandbox: operator {version} started (the controller of `run`, over HTTP)");
 
     let started = Instant::now();
-    sandbox.apply_blueprint(&blueprint).map_err(|e| format!("cannot apply the blueprint: {}", e.message))?;
+    sandbox.apply_blueprint(&blueprint).map_err(|e| SandboxError::Apply(e.message))?;
     let generation = sandbox.blueprint(&name).and_then(|b| b.metadata.generation).unwrap_or(1);
     println!("[{:6.1}s] applied Blueprint {name:?} (generation {generation})", 0.0);
 

@@ -3,7 +3,7 @@
 
 pub mod api;
 pub mod command;
+pub mod dogu_registry;
 pub mod ecosystem;
-pub mod registry;
 pub mod seed;
 pub mod session;

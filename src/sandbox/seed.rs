@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use blueprint_machine::descriptor::DoguDescriptor;
 
 use super::api::{ApiError, Emulator};
-use super::registry::RegistryServer;
+use super::dogu_registry::RegistryServer;
 
 /// The fresh-install example: the default blueprint of `sandbox`.
 pub const DEFAULT_BLUEPRINT: &str = include_str!("../../examples/fresh-install/blueprint.yaml");
@@ -34,6 +34,28 @@ pub const BUILTIN_DESCRIPTORS: &[&str] = &[
     include_str!("../../examples/descriptors/official/redmine/5.1.8-1.json"),
 ];
 
+/// Why the sandbox cannot be seeded: a snapshot or descriptor that does not read, or an object the
+/// emulator refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error("not valid YAML: {0}")]
+    NotYaml(String),
+    #[error("not a valid dogu.json: {0}")]
+    NotDescriptor(String),
+    #[error("a dogu.json needs Name and Version")]
+    Unnamed,
+    #[error("{path}: {source}")]
+    InFile { path: String, source: Box<SeedError> },
+    #[error("{path}: the descriptor of {name} {version} must be stored as {expected}")]
+    Misplaced { path: String, name: String, version: String, expected: String },
+    #[error("{path}: {source}")]
+    ReadDir { path: String, source: std::io::Error },
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error("the API server refused an object: {0}")]
+    Refused(String),
+}
+
 /// A descriptor to serve: parsed (name, version) and the `dogu.json` text as the registry serves it.
 #[derive(Clone, Debug)]
 pub struct SeedDescriptor {
@@ -42,11 +64,11 @@ pub struct SeedDescriptor {
 }
 
 impl SeedDescriptor {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SeedError> {
         let descriptor: DoguDescriptor =
-            serde_json::from_str(text).map_err(|e| format!("not a valid dogu.json: {e}"))?;
+            serde_json::from_str(text).map_err(|e| SeedError::NotDescriptor(e.to_string()))?;
         if descriptor.name.is_empty() || descriptor.version.is_empty() {
-            return Err("a dogu.json needs Name and Version".into());
+            return Err(SeedError::Unnamed);
         }
         Ok(SeedDescriptor { descriptor, text: text.to_owned() })
     }
@@ -61,34 +83,34 @@ pub fn builtin_descriptors() -> Vec<SeedDescriptor> {
 
 /// A descriptor is served under the name and version it states; one stored under another dogu's path
 /// would shadow that dogu's descriptor (or be served twice), so the path must say what it holds.
-fn check_place(dir: &Path, path: &Path, descriptor: &DoguDescriptor) -> Result<(), String> {
+fn check_place(dir: &Path, path: &Path, descriptor: &DoguDescriptor) -> Result<(), SeedError> {
     let expected = dir.join(&descriptor.name).join(format!("{}.json", descriptor.version));
     if path == expected {
         return Ok(());
     }
-    Err(format!(
-        "{}: the descriptor of {} {} must be stored as {}",
-        path.display(),
-        descriptor.name,
-        descriptor.version,
-        expected.display()
-    ))
+    Err(SeedError::Misplaced {
+        path: path.display().to_string(),
+        name: descriptor.name.clone(),
+        version: descriptor.version.clone(),
+        expected: expected.display().to_string(),
+    })
 }
 
 /// Every `DIR/<namespace>/<name>/<version>.json`.
-pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, String> {
+pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, SeedError> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(next) = pending.pop() {
-        let entries = std::fs::read_dir(&next).map_err(|e| format!("{}: {e}", next.display()))?;
+        let unreadable = |source| SeedError::ReadDir { path: next.display().to_string(), source };
+        let entries = std::fs::read_dir(&next).map_err(unreadable)?;
         for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
+            let path = entry.map_err(unreadable)?.path();
             if path.is_dir() {
                 pending.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
-                let text =
-                    crate::files::read_text(&path, crate::files::DESCRIPTOR_FILE_LIMIT).map_err(|e| e.to_string())?;
-                let seed = SeedDescriptor::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = crate::files::read_text(&path, crate::files::DESCRIPTOR_FILE_LIMIT)?;
+                let seed = SeedDescriptor::parse(&text)
+                    .map_err(|e| SeedError::InFile { path: path.display().to_string(), source: Box::new(e) })?;
                 check_place(dir, &path, &seed.descriptor)?;
                 found.push(seed);
             }
@@ -140,8 +162,8 @@ pub fn registry(
 
 /// Objects of a snapshot (a `List` or YAML documents), as `kubectl get -o yaml` prints them. Blueprints
 /// are left out: the sandbox applies its own.
-pub fn objects(text: &str) -> Result<Vec<Value>, String> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| format!("not valid YAML: {e}"))?;
+pub fn objects(text: &str) -> Result<Vec<Value>, SeedError> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| SeedError::NotYaml(e.to_string()))?;
     let mut objects = Vec::new();
     for document in documents.into_iter().filter(|d| !d.is_null()) {
         match document.get("items") {
@@ -157,7 +179,7 @@ pub fn objects(text: &str) -> Result<Vec<Value>, String> {
 }
 
 /// Creates the objects in `namespace` (server fields dropped), then sets their status as written.
-pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Result<(), String> {
+pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Result<(), SeedError> {
     for object in objects {
         let mut object = object.clone();
         let status = object.as_object_mut().and_then(|o| o.remove("status"));
@@ -167,7 +189,7 @@ pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Resul
             }
             metadata.insert("namespace".into(), json!(namespace));
         }
-        let created = emulator.create(object).map_err(|e| e.message.clone())?;
+        let created = emulator.create(object).map_err(|e| SeedError::Refused(e.message.clone()))?;
         if let Some(status) = status {
             let api_version = created["apiVersion"].as_str().unwrap_or_default().to_owned();
             let kind = created["kind"].as_str().unwrap_or_default().to_owned();
@@ -177,7 +199,7 @@ pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Resul
                 // Kinds without a status subresource take it with the object.
                 emulator
                     .edit(&api_version, &kind, namespace, &name, |o| o["status"] = status)
-                    .map_err(|e| e.message)?;
+                    .map_err(|e| SeedError::Refused(e.message))?;
             }
         }
     }

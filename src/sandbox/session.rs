@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 use blueprint_machine::api::Blueprint;
 
 use super::api::{ApiError, Clock, Emulator};
+use super::dogu_registry::{RegistryServer, Served};
 use super::ecosystem::{self, Behaviour};
-use super::registry::{RegistryServer, Served};
 use crate::controller::{self, Options};
 use crate::descriptors::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 use crate::journal::{JournalSettings, JournalWriter};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use blueprint_operator::descriptors::{RemoteError, RemoteRegistry, UrlSchema};
-use blueprint_operator::sandbox::registry::{Fault, RegistryServer, Served};
+use blueprint_operator::sandbox::dogu_registry::{Fault, RegistryServer, Served};
 use reqwest::StatusCode;
 
 use super::{CAS_V2, LDAP_V1, settings};
@@ -82,13 +82,13 @@ async fn bad_endpoints_are_named_without_repeating_them() {
         ("https://dogu.example.com/?token=pw-one", "must not have a query or a fragment"),
         ("ftp://dogu.example.com", "not an http(s) URL (the scheme is \"ftp\")"),
     ] {
-        let error = RemoteRegistry::new(&settings(endpoint, UrlSchema::Default)).unwrap_err();
+        let error = RemoteRegistry::new(&settings(endpoint, UrlSchema::Default)).unwrap_err().to_string();
         assert!(error.contains(expected), "{endpoint}: {error}");
         assert!(!error.contains("pw-one"), "a credential in the message: {error}");
     }
     let mut zero = settings("https://dogu.example.com", UrlSchema::Default);
     zero.timeout = Duration::ZERO;
-    assert_eq!(RemoteRegistry::new(&zero).unwrap_err(), "DOGU_REGISTRY_TIMEOUT must be longer than zero");
+    assert_eq!(RemoteRegistry::new(&zero).unwrap_err().to_string(), "DOGU_REGISTRY_TIMEOUT must be longer than zero");
 }
 
 #[test]
@@ -102,22 +102,23 @@ fn settings_print_without_secrets() {
 
 #[tokio::test]
 async fn bad_settings_are_named() {
-    let error = RemoteRegistry::new(&settings("dogu.example.com", UrlSchema::Default)).unwrap_err();
+    let error = RemoteRegistry::new(&settings("dogu.example.com", UrlSchema::Default)).unwrap_err().to_string();
     assert!(error.contains("DOGU_REGISTRY_ENDPOINT"), "{error}");
-    let error = RemoteRegistry::new(&settings("ftp://dogu.example.com", UrlSchema::Default)).unwrap_err();
+    let error = RemoteRegistry::new(&settings("ftp://dogu.example.com", UrlSchema::Default)).unwrap_err().to_string();
     assert!(error.contains("not an http(s) URL"), "{error}");
-    let error = RemoteRegistry::new(&settings("https://user:pw@dogu.example.com", UrlSchema::Default)).unwrap_err();
+    let error =
+        RemoteRegistry::new(&settings("https://user:pw@dogu.example.com", UrlSchema::Default)).unwrap_err().to_string();
     assert!(error.contains("must not contain credentials") && !error.contains("pw"), "{error}");
     let mut with_proxy = settings("https://dogu.example.com", UrlSchema::Default);
     with_proxy.proxy = Some("http://user:proxy-pw@proxy:port".into());
-    let error = RemoteRegistry::new(&with_proxy).unwrap_err();
+    let error = RemoteRegistry::new(&with_proxy).unwrap_err().to_string();
     assert_eq!(error, "invalid proxy url (PROXY_URL): invalid port number");
     with_proxy.proxy = Some("ftp://proxy:21".into());
-    let error = RemoteRegistry::new(&with_proxy).unwrap_err();
+    let error = RemoteRegistry::new(&with_proxy).unwrap_err().to_string();
     assert!(error.contains("the scheme \"ftp\" is not http(s)"), "{error}");
     let mut with_ca = settings("https://dogu.example.com", UrlSchema::Default);
     with_ca.extra_ca = Some("/nonexistent/ca.pem".into());
-    let error = RemoteRegistry::new(&with_ca).unwrap_err();
+    let error = RemoteRegistry::new(&with_ca).unwrap_err().to_string();
     assert!(error.contains("cannot read the CA file /nonexistent/ca.pem"), "{error}");
 }
 

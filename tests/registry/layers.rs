@@ -12,7 +12,7 @@ use blueprint_operator::descriptors::{
 };
 use blueprint_operator::metrics::Metrics;
 use blueprint_operator::sandbox::api::Emulator;
-use blueprint_operator::sandbox::registry::{Fault, RegistryServer, Served};
+use blueprint_operator::sandbox::dogu_registry::{Fault, RegistryServer, Served};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::{self, Store, store::Writer};

@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use blueprint_operator::descriptors::{RemoteError, RemoteRegistry, UrlSchema};
-use blueprint_operator::sandbox::registry::RegistryServer;
+use blueprint_operator::sandbox::dogu_registry::RegistryServer;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
@@ -90,6 +90,6 @@ async fn a_ca_file_without_certificates_stops_the_start() {
     std::fs::write(file.path(), "not a certificate\n").unwrap();
     let mut bad = settings("https://dogu.example.com", UrlSchema::Default);
     bad.extra_ca = Some(file.path().to_owned());
-    let error = RemoteRegistry::new(&bad).unwrap_err();
+    let error = RemoteRegistry::new(&bad).unwrap_err().to_string();
     assert!(error.contains("holds no certificate"), "{error}");
 }

@@ -44,7 +44,7 @@ async fn a_deleted_dogu_is_recreated_and_installed_again() {
 #[tokio::test]
 async fn the_sandbox_registry_serves_names_that_need_percent_encoding() {
     use blueprint_operator::descriptors::{RemoteRegistry, RemoteSettings, UrlSchema};
-    use blueprint_operator::sandbox::registry::RegistryServer;
+    use blueprint_operator::sandbox::dogu_registry::RegistryServer;
 
     let registry = RegistryServer::new(None);
     let version = "7.1.5-2 ß";
@@ -74,7 +74,7 @@ fn a_descriptor_stored_under_another_dogus_path_is_refused() {
     let place = dir.path().join("official/cas");
     std::fs::create_dir_all(&place).unwrap();
     std::fs::write(place.join("7.1.5-2.json"), r#"{"Name": "official/ldap", "Version": "2.6.8-3"}"#).unwrap();
-    let error = blueprint_operator::sandbox::seed::read_descriptors(dir.path()).unwrap_err();
+    let error = blueprint_operator::sandbox::seed::read_descriptors(dir.path()).unwrap_err().to_string();
     assert!(
         error.contains("official/cas/7.1.5-2.json: the descriptor of official/ldap 2.6.8-3 must be stored as"),
         "{error}"
