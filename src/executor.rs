@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-
-use crate::observe::decoded::Decoded;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use blueprint_machine::api::{Component, Dogu};
@@ -30,6 +30,8 @@ use blueprint_machine::config_format::{self, DATA_KEY};
 use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind, Operation};
 use blueprint_machine::naming::FIELD_MANAGER;
 use blueprint_machine::observation::ObjectBase;
+
+use crate::observe::decoded::Decoded;
 
 /// Why an action could not be performed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,19 +77,7 @@ impl Executor {
         let patch = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
         match &action.operation {
             Operation::CreateDogu { object } => {
-                let api = self.api::<Dogu>();
-                match api.create(&post, object).await {
-                    Err(e) if is_already_exists(&e) => {
-                        let name = object.metadata.name.as_deref().unwrap_or_default();
-                        let existing = api.get(name).await.map_err(|e| failure(&e))?;
-                        if existing.spec.name == object.spec.name && existing.spec.version == object.spec.version {
-                            Ok(())
-                        } else {
-                            Err(Failure::new(FailureKind::Conflict, format!("dogus/{name} already exists and differs")))
-                        }
-                    }
-                    other => other.map(drop).map_err(|e| failure(&e)),
-                }
+                create_or_accept(&self.api::<Dogu>(), &post, object.as_ref(), Dogu::installs_the_same).await
             }
             Operation::PatchDogu { name, patch: body } => {
                 self.api::<Dogu>().patch(name, &patch, &Patch::Merge(body)).await.map(drop).map_err(|e| failure(&e))
@@ -96,24 +86,7 @@ impl Executor {
                 tolerate_not_found(self.api::<Dogu>().delete(name, &DeleteParams::default()).await)
             }
             Operation::CreateComponent { object } => {
-                let api = self.api::<Component>();
-                match api.create(&post, object).await {
-                    Err(e) if is_already_exists(&e) => {
-                        let name = object.metadata.name.as_deref().unwrap_or_default();
-                        let existing = api.get(name).await.map_err(|e| failure(&e))?;
-                        if existing.spec.namespace == object.spec.namespace
-                            && existing.spec.version == object.spec.version
-                        {
-                            Ok(())
-                        } else {
-                            Err(Failure::new(
-                                FailureKind::Conflict,
-                                format!("components/{name} already exists and differs"),
-                            ))
-                        }
-                    }
-                    other => other.map(drop).map_err(|e| failure(&e)),
-                }
+                create_or_accept(&self.api::<Component>(), &post, object.as_ref(), Component::installs_the_same).await
             }
             Operation::PatchComponent { name, patch: body } => self
                 .api::<Component>()
@@ -259,6 +232,32 @@ impl Executor {
                 format!("referenced key \"{key}\" in secret \"{name}\" is not UTF-8 text"),
             )
         })
+    }
+}
+
+/// Creates `object`; an object of that name that exists already counts as created when it installs
+/// the same (the machine's judgement: a create repeated after a crash, or a concurrent operator).
+async fn create_or_accept<K>(
+    api: &Api<K>,
+    post: &PostParams,
+    object: &K,
+    installs_the_same: fn(&K, &K) -> bool,
+) -> Result<(), Failure>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    match api.create(post, object).await {
+        Err(e) if is_already_exists(&e) => {
+            let name = object.meta().name.as_deref().unwrap_or_default();
+            let existing = api.get(name).await.map_err(|e| failure(&e))?;
+            if installs_the_same(&existing, object) {
+                Ok(())
+            } else {
+                let plural = K::plural(&()).into_owned();
+                Err(Failure::new(FailureKind::Conflict, format!("{plural}/{name} already exists and differs")))
+            }
+        }
+        other => other.map(drop).map_err(|e| failure(&e)),
     }
 }
 

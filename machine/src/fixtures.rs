@@ -47,6 +47,11 @@ pub fn digest(value: &str) -> SecretDigest {
 /// A Blueprint whose spec is the given YAML.
 pub fn blueprint(spec_yaml: &str) -> Blueprint {
     let spec: BlueprintSpec = serde_saphyr::from_str(spec_yaml).unwrap_or_else(|e| panic!("test spec: {e}"));
+    blueprint_of(spec)
+}
+
+/// A new Blueprint (`NAME` in `NAMESPACE`, generation 1, no status) with this spec.
+pub fn blueprint_of(spec: BlueprintSpec) -> Blueprint {
     Blueprint {
         metadata: ObjectMeta {
             name: Some(NAME.into()),

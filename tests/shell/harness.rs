@@ -58,14 +58,14 @@ pub fn default_answer(blueprint: &Blueprint, request: &Recorded) -> (u16, Value)
         "DELETE" => (200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})),
         "PATCH" if request.path.ends_with("/status") => {
             let mut written = serde_json::to_value(blueprint).unwrap();
-            merge(&mut written, &request.body);
+            json_patch::merge(&mut written, &request.body);
             written["metadata"]["resourceVersion"] = json!("2");
             (200, written)
         }
         "PATCH" => {
             let name = request.path.rsplit('/').next().unwrap();
             let mut object = json!({"metadata": {"name": name, "namespace": NAMESPACE}});
-            merge(&mut object, &request.body);
+            json_patch::merge(&mut object, &request.body);
             (200, object)
         }
         _ => (404, not_found()),
@@ -78,24 +78,6 @@ pub fn status(code: u16, reason: &str) -> Value {
 
 pub fn not_found() -> Value {
     status(404, "NotFound")
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = json!({});
-    }
-    let map = target.as_object_mut().unwrap();
-    for (key, value) in patch {
-        if value.is_null() {
-            map.remove(key);
-        } else {
-            merge(map.entry(key.clone()).or_insert(Value::Null), value);
-        }
-    }
 }
 
 /// The cluster as the controller's caches hold it.

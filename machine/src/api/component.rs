@@ -70,3 +70,11 @@ pub struct ComponentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue_time_nanos: Option<i64>,
 }
+
+impl Component {
+    /// Whether this existing object installs what `wanted` would (its qualified name and version): a
+    /// create that finds it counts as done.
+    pub fn installs_the_same(&self, wanted: &Component) -> bool {
+        self.spec.namespace == wanted.spec.namespace && self.spec.version == wanted.spec.version
+    }
+}

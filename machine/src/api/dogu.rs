@@ -149,3 +149,11 @@ impl JsonSchema for QuantityText {
         schema::quantity(generator)
     }
 }
+
+impl Dogu {
+    /// Whether this existing object installs what `wanted` would (its qualified name and version): a
+    /// create that finds it counts as done.
+    pub fn installs_the_same(&self, wanted: &Dogu) -> bool {
+        self.spec.name == wanted.spec.name && self.spec.version == wanted.spec.version
+    }
+}

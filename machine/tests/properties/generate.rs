@@ -4,17 +4,16 @@
 use std::collections::BTreeMap;
 
 use blueprint_machine::api::{
-    AdditionalMount, Blueprint, BlueprintBody, BlueprintComponent, BlueprintConfig, BlueprintDogu, BlueprintManifest,
-    BlueprintMask, BlueprintSpec, ComponentStatus, ConfigEntry, DoguResources, DoguStatus, MaskDogu, PlatformConfig,
-    QuantityText, ResourceConfig, ReverseProxyConfig, SecretReference,
+    AdditionalMount, BlueprintComponent, BlueprintConfig, BlueprintDogu, BlueprintManifest, BlueprintMask,
+    BlueprintSpec, ComponentStatus, ConfigEntry, DoguResources, DoguStatus, MaskDogu, PlatformConfig, QuantityText,
+    ResourceConfig, ReverseProxyConfig, SecretReference,
 };
 use blueprint_machine::descriptor::DoguDescriptor;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use serde_json::json;
 
 use super::model::{Model, Store};
-use blueprint_machine::fixtures::{NAME, NAMESPACE, component_cr, dogu_cr};
+use blueprint_machine::fixtures::{blueprint_of, component_cr, dogu_cr};
 
 pub const DOGUS: [&str; 5] = ["ldap", "cas", "redmine", "postfix", "scm"];
 pub const VERSIONS: [&str; 4] = ["1.0.0-1", "1.0.0-2", "1.2.0-1", "2.0.0-1"];
@@ -324,17 +323,7 @@ fn build(
         allow_dogu_namespace_switch: Some(allow_switch),
         stopped: Some(stopped && !reachable),
     };
-    let blueprint = Blueprint {
-        metadata: ObjectMeta {
-            name: Some(NAME.into()),
-            namespace: Some(NAMESPACE.into()),
-            generation: Some(1),
-            ..Default::default()
-        },
-        spec: BlueprintBody { spec: Some(spec.into()) },
-        status: None,
-        undecodable_spec: None,
-    };
+    let blueprint = blueprint_of(spec);
 
     let mut model = Model {
         blueprint,

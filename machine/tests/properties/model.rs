@@ -253,24 +253,6 @@ fn present<V, F: Fn(&String) -> V>(store: &Store, value: F) -> ConfigObservation
 /// RFC 7386 JSON merge patch, applied to a typed object.
 fn merge_patched<T: serde::Serialize + serde::de::DeserializeOwned>(object: &T, patch: &Value) -> T {
     let mut value = serde_json::to_value(object).unwrap();
-    merge(&mut value, patch);
+    json_patch::merge(&mut value, patch);
     serde_json::from_value(value).unwrap()
-}
-
-pub fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    let map = target.as_object_mut().unwrap();
-    for (key, value) in patch {
-        if value.is_null() {
-            map.remove(key);
-        } else {
-            merge(map.entry(key.clone()).or_insert(Value::Null), value);
-        }
-    }
 }
