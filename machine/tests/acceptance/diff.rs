@@ -1,4 +1,4 @@
-//! §18.4 The state diff (cases 48–67).
+//! The state diff: docs/acceptance.md cases 48–67.
 
 use blueprint_machine::api::{ConfigEntryDiff, DoguResources, QuantityText};
 use blueprint_machine::{Requeue, State};
@@ -347,7 +347,7 @@ fn case_65_empty_blueprint_on_an_empty_cluster() {
 }
 
 /// The reachable combinations of the config action matrix (present entries always have a value since
-/// design §5 #5).
+/// docs/differences.md D6).
 #[test]
 fn case_66_config_action_matrix() {
     let cases: [(&str, Option<&str>, Option<&str>); 5] = [
@@ -381,7 +381,7 @@ fn case_67_versions_compare_numerically() {
 
 #[test]
 fn the_diff_is_shown_even_while_the_ecosystem_is_unhealthy() {
-    // Amended (design §5 #13): upstream stops before the diff when unhealthy.
+    // Amended (docs/differences.md D12): upstream stops before the diff when unhealthy.
     let mut scenario =
         Scenario::new(&one_dogu("{name: official/nexus, version: 3.2.1-2}")).with_dogu("official/nexus", "3.2.1-1");
     scenario.dogu_mut("nexus").status.as_mut().unwrap().health = Some("unavailable".into());

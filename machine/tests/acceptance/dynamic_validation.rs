@@ -1,4 +1,4 @@
-//! §18.3 Dynamic validation against dogu descriptors (cases 38–47).
+//! Dynamic validation against dogu descriptors: docs/acceptance.md cases 38–47.
 
 use blueprint_machine::observation::DescriptorLookup;
 use blueprint_machine::{Requeue, State};
@@ -152,7 +152,7 @@ fn case_47_absent_dogus_are_not_checked_and_satisfy_nothing() {
     assert!(!m.contains("remote dogu registry"), "the absent dogu's descriptor is not needed: {m}");
 }
 
-/// Amended (design §5 #1): dependency version constraints are checked against the wanted version.
+/// Amended (docs/differences.md D1): dependency version constraints are checked against the wanted version.
 #[test]
 fn dependency_version_constraints_are_enforced() {
     let spec = |pg: &str| {
@@ -173,7 +173,7 @@ fn dependency_version_constraints_are_enforced() {
     assert_eq!(cond(&new_enough, "Valid"), pair("True", "Valid"));
 }
 
-/// Amended (design §5 #2): a dependency without `type` is a dogu dependency.
+/// Amended (docs/differences.md D2): a dependency without `type` is a dogu dependency.
 #[test]
 fn untyped_dependencies_are_dogu_dependencies() {
     let decision = Scenario::new(ONLY_REDMINE)

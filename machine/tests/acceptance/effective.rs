@@ -1,4 +1,4 @@
-//! §18.2 The effective blueprint (cases 32–37).
+//! The effective blueprint: docs/acceptance.md cases 32–37.
 
 use blueprint_machine::api::{BlueprintDogu, BlueprintManifest};
 use blueprint_machine::{Requeue, State};
@@ -44,7 +44,7 @@ fn case_33_mask_absent_keeps_the_version_and_drops_the_dogus_config() {
     assert_eq!(e.config, None, "dogu1's config is removed");
 }
 
-/// Amended (design §5 #11): config for a dogu that will not be installed is invalid and waits for a
+/// Amended (docs/differences.md D11): config for a dogu that will not be installed is invalid and waits for a
 /// change (upstream retries with exponential backoff).
 #[test]
 fn case_34_config_for_a_dogu_not_in_the_blueprint_is_inconsistent() {

@@ -1,4 +1,4 @@
-//! §18.5 Ecosystem health (cases 68–73).
+//! Ecosystem health: docs/acceptance.md cases 68–73.
 
 use blueprint_machine::conditions::reason;
 use blueprint_machine::{Requeue, State};
@@ -42,7 +42,7 @@ fn case_68_an_unavailable_dogu_makes_the_ecosystem_unhealthy() {
     assert!(decision.actions.is_empty());
 }
 
-/// Amended (design §5 #14): the event is emitted on every transition to unhealthy, also from Unknown
+/// Amended (docs/differences.md D13): the event is emitted on every transition to unhealthy, also from Unknown
 /// (upstream skips Unknown→False, so the first unhealthy check after start reports nothing).
 #[test]
 fn case_69_the_unhealthy_event_lists_the_unhealthy_dogus_once_per_transition() {

@@ -1,5 +1,5 @@
-//! The acceptance cases of `upstream-behaviour.md` §18, each as a test of the machine. Where our
-//! design (design.md §5) deliberately differs, the test says "amended" and why.
+//! The acceptance cases of docs/acceptance.md, each as a test of the machine. Where we deliberately
+//! differ from upstream, the test says "amended" and names the entry of docs/differences.md.
 
 mod diff;
 mod dynamic_validation;

@@ -1,5 +1,5 @@
-//! §18.6 Pipeline, apply and completion (cases 74–100), and the decisions of design.md §5 that change
-//! how the pipeline applies.
+//! Pipeline, apply and completion: docs/acceptance.md cases 74–100, and the differences of
+//! docs/differences.md that change how the pipeline applies.
 
 use blueprint_machine::api::{ComponentStatus, DoguResources, QuantityText};
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Operation};
@@ -37,7 +37,7 @@ fn case_74_a_stopped_blueprint_shows_its_diff_and_applies_nothing() {
     );
     assert!(decision.actions.is_empty());
     assert_eq!(decision.requeue, Requeue::AwaitChange);
-    // Amended (design §5 #14): once per spec change, not on every reconcile.
+    // Amended (docs/differences.md D14): once per spec change, not on every reconcile.
     let again = scenario.after(&decision).decide();
     assert!(!event_reasons(&again).contains(&"BlueprintStopped"), "{:?}", again.events);
     assert!(again.events.is_empty(), "{:?}", again.events);
@@ -180,7 +180,7 @@ fn case_81_a_missing_operator_component_is_created() {
     assert_eq!(decision.requeue, Requeue::after(5, "await self upgrade"));
 }
 
-/// Amended (design §5 #3): done only when the component reports the version and this operator runs it.
+/// Amended (docs/differences.md D3): done only when the component reports the version and this operator runs it.
 #[test]
 fn case_82_the_self_upgrade_is_done_when_the_new_operator_runs() {
     let decision = Scenario::new(OPERATOR_2)
@@ -198,7 +198,7 @@ fn case_83_waiting_for_the_new_version_writes_nothing() {
     assert_eq!(not_installed.state, State::SelfUpgrading);
     assert!(not_installed.actions.is_empty());
     assert_eq!(cond(&not_installed, "SelfUpgradeCompleted"), pair("False", "AwaitSelfUpgrade"));
-    // Amended (design §5 #3): installed, but the running operator is still the old one.
+    // Amended (docs/differences.md D3): installed, but the running operator is still the old one.
     let not_running = Scenario::new(OPERATOR_2)
         .with_component_cr(operator_cr("2.0.0", "2.0.0"))
         .with_operator_version("1.0.0")
@@ -243,7 +243,7 @@ fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
         decision.actions[1].operation,
         Operation::PatchDogu { name: "redmine".into(), patch: json!({"spec": {"pauseReconciliation": true}}) }
     );
-    // The upgrade itself resumes them (design §5 #10).
+    // The upgrade itself resumes them (docs/differences.md D10).
     assert_eq!(
         decision.actions[4].operation,
         Operation::PatchDogu {
@@ -404,7 +404,7 @@ fn case_91_uninstalling_a_dogu_that_is_gone() {
     assert!(matches!(failed.requeue, Requeue::After { .. }));
 }
 
-/// Amended (design §5 #4, #9): one patch with exactly the owned fields that change.
+/// Amended (docs/differences.md D4, D5): one patch with exactly the owned fields that change.
 #[test]
 fn case_92_several_dogu_changes_make_one_patch() {
     let mut scenario = Scenario::new(
@@ -575,9 +575,9 @@ fn case_100_state_diff_event_message() {
     );
 }
 
-// ---- decisions of design.md §5 that change the apply ----
+// ---- differences from upstream (docs/differences.md) that change the apply ----
 
-/// Design §5 #4: a removed proxy setting is deleted from the CR (`null`), foreign annotations stay.
+/// docs/differences.md D4: a removed proxy setting is deleted from the CR (`null`), foreign annotations stay.
 #[test]
 fn removed_proxy_settings_are_sent_as_null() {
     let mut scenario = Scenario::new("{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1, platformConfig: {reverseProxy: {maxBodySize: 1G}}}]}}")
@@ -600,7 +600,7 @@ fn removed_proxy_settings_are_sent_as_null() {
     );
 }
 
-/// Design §5 #8: a namespace switch combined with an upgrade keeps `allowNamespaceSwitch`.
+/// docs/differences.md D9: a namespace switch combined with an upgrade keeps `allowNamespaceSwitch`.
 #[test]
 fn namespace_switch_with_upgrade_keeps_the_permission() {
     let decision = Scenario::new("{displayName: x, allowDoguNamespaceSwitch: true, blueprint: {dogus: [{name: premium/nexus, version: 2.0.0-1}]}}")
@@ -613,7 +613,7 @@ fn namespace_switch_with_upgrade_keeps_the_permission() {
     );
 }
 
-/// Design §5 #10: a dogu paused for an upgrade that is no longer wanted is resumed.
+/// docs/differences.md D10: a dogu paused for an upgrade that is no longer wanted is resumed.
 #[test]
 fn a_paused_dogu_without_pending_upgrade_is_resumed() {
     let mut scenario = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1");
@@ -624,7 +624,7 @@ fn a_paused_dogu_without_pending_upgrade_is_resumed() {
     assert_eq!(decision.actions[0].reason, "resume reconciliation: no upgrade is pending");
 }
 
-/// Design §5 #16: only the blueprint's dogus must be up to date, sensitive config counts, and a dogu
+/// docs/differences.md D16: only the blueprint's dogus must be up to date, sensitive config counts, and a dogu
 /// without config objects is not stale for that.
 #[test]
 fn up_to_date_covers_the_blueprints_dogus_and_their_sensitive_config() {
@@ -640,7 +640,7 @@ fn up_to_date_covers_the_blueprints_dogus_and_their_sensitive_config() {
     assert_eq!(sensitive.state, State::AwaitingDogus);
 }
 
-/// Design §5 #24: the operator never uninstalls itself.
+/// docs/differences.md D19: the operator never uninstalls itself.
 #[test]
 fn the_operator_cannot_uninstall_itself() {
     let decision =
@@ -652,7 +652,7 @@ fn the_operator_cannot_uninstall_itself() {
     assert!(decision.actions.is_empty());
 }
 
-/// Design §5 #28: the status and every condition it sets carry the generation they were computed from.
+/// docs/differences.md D20: the status and every condition it sets carry the generation they were computed from.
 #[test]
 fn status_and_conditions_carry_the_observed_generation() {
     let decision = Scenario::new(INSTALL_NEXUS).with_generation(7).decide();
@@ -661,7 +661,7 @@ fn status_and_conditions_carry_the_observed_generation() {
     assert!(status.conditions.iter().all(|c| c.observed_generation == Some(7)), "{:#?}", status.conditions);
 }
 
-/// Design §5 #17: the order of actions is deterministic (stage, then object name) whatever the
+/// docs/differences.md D17: the order of actions is deterministic (stage, then object name) whatever the
 /// blueprint order.
 #[test]
 fn actions_come_in_a_stable_order() {

@@ -1,4 +1,4 @@
-//! §18.1 Parsing and static validation (cases 1–31).
+//! Parsing and static validation: docs/acceptance.md cases 1–31.
 
 use blueprint_machine::{Requeue, State};
 
@@ -78,7 +78,7 @@ fn case_07_absent_component_without_version_is_valid() {
     assert_valid("{displayName: x, blueprint: {components: [{name: k8s/absent-component, absent: true}]}}");
 }
 
-/// Amended (design §5 #11): a blueprint that cannot be parsed is reported in the `Valid` condition
+/// Amended (docs/differences.md D11): a blueprint that cannot be parsed is reported in the `Valid` condition
 /// (upstream only emits a Warning event and leaves the status untouched), and waits for a change.
 #[test]
 fn case_08_component_name_without_namespace_is_reported_in_the_status() {
@@ -108,7 +108,7 @@ fn case_09_invalid_dogu_and_mask_names_are_both_reported() {
     assert_eq!(event_reasons(&decision), ["BlueprintSpecInvalid"]);
 }
 
-/// Amended (design §5 #11): an invalid mask waits for a change like every invalid blueprint
+/// Amended (docs/differences.md D11): an invalid mask waits for a change like every invalid blueprint
 /// (upstream retries it with exponential backoff forever).
 #[test]
 fn case_10_only_the_mask_name_is_invalid_and_the_blueprint_waits_for_a_change() {
@@ -254,7 +254,7 @@ fn case_25_global_entries_cannot_be_sensitive_or_absent_with_value() {
     assert!(m.contains("absent entries cannot have value"), "{m}");
 }
 
-/// Amended (design §5 #5): a present entry without a value is rejected (upstream accepts it and then
+/// Amended (docs/differences.md D6): a present entry without a value is rejected (upstream accepts it and then
 /// sets the key on every reconcile, never completing). `value: ""` sets an empty value.
 #[test]
 fn case_26_present_global_entry_without_value_is_rejected() {
@@ -314,7 +314,7 @@ fn case_31_mask_dogu_without_version_is_valid() {
     );
 }
 
-/// Amended (design §5 #18): a Blueprint without spec is invalid (upstream panics and retries).
+/// Amended (docs/differences.md D18): a Blueprint without spec is invalid (upstream panics and retries).
 #[test]
 fn a_blueprint_without_spec_is_invalid() {
     let mut scenario = Scenario::new("{displayName: x, blueprint: {}}");
@@ -326,7 +326,7 @@ fn a_blueprint_without_spec_is_invalid() {
     assert_eq!(decision.requeue, Requeue::AwaitChange);
 }
 
-/// Ours (design §5 #7): deploy-config keys that never reach the Component CR are rejected.
+/// Ours (docs/differences.md D8): deploy-config keys that never reach the Component CR are rejected.
 #[test]
 fn unsupported_deploy_config_keys_are_rejected() {
     let m = invalid_message(
@@ -340,7 +340,7 @@ fn unsupported_deploy_config_keys_are_rejected() {
     assert!(m.contains("deployConfig of component \"k8s/c\" must be an object"), "{m}");
 }
 
-/// Ours (design §5 #6): a sensitive entry needs a secretRef (upstream sets an empty secret).
+/// Ours (docs/differences.md D7): a sensitive entry needs a secretRef (upstream sets an empty secret).
 #[test]
 fn sensitive_entry_without_secret_ref_is_rejected() {
     let m = invalid_message(&dogu_config_spec("{key: my/key1, sensitive: true}"));
