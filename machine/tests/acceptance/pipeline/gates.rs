@@ -1,0 +1,130 @@
+//! The gates and the end of a run: stopped, completed, one Blueprint (docs/acceptance.md cases 74–79).
+
+use super::*;
+
+#[test]
+fn case_74_a_stopped_blueprint_shows_its_diff_and_applies_nothing() {
+    let scenario = Scenario::new(
+        "{displayName: x, stopped: true, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}]}}",
+    );
+    let decision = scenario.decide();
+    assert_eq!(decision.state, State::Stopped);
+    assert_eq!(dogu_actions(&decision, "nexus"), ["install"]);
+    assert_eq!(cond(&decision, "Completed"), pair("False", "StateDiffHasChanges"));
+    assert_eq!(
+        event(&decision, "BlueprintStopped").message,
+        "Blueprint is set as stopped and will not be applied. Remove flag to continue"
+    );
+    assert!(decision.actions.is_empty());
+    assert_eq!(decision.requeue, Requeue::AwaitChange);
+    // Amended (docs/differences.md D14): once per spec change, not on every reconcile.
+    let again = scenario.after(&decision).decide();
+    assert!(!event_reasons(&again).contains(&"BlueprintStopped"), "{:?}", again.events);
+    assert!(again.events.is_empty(), "{:?}", again.events);
+}
+
+#[test]
+fn case_75_a_completed_blueprint_without_diff_does_nothing() {
+    let first = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").decide();
+    assert_eq!(first.state, State::Completed);
+    let again = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").after(&first).decide();
+    assert_eq!(again.state, State::Completed);
+    assert!(again.actions.is_empty());
+    assert!(again.events.is_empty(), "{:?}", again.events);
+    assert_eq!(again.requeue, Requeue::AwaitChange);
+    assert_eq!(again.status, first.status, "the status does not change, so nothing is written");
+}
+
+/// Found by the crash property: a Dogu CR deleted after completion is recreated by a reconcile that
+/// dies before its status write. The next reconcile finds no diff (the CR is as wanted) and a stored
+/// `Completed=True`; that must not keep the blueprint completed while the dogu is not installed.
+#[test]
+fn a_recreated_dogu_that_is_not_installed_yet_does_not_keep_the_blueprint_completed() {
+    let first = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").decide();
+    assert_eq!(first.state, State::Completed);
+    let mut recreated = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").after(&first);
+    recreated.dogu_mut("nexus").status = None;
+    let again = recreated.decide();
+    assert_ne!(again.state, State::Completed);
+    assert_eq!(cond(&again, "Completed").0, "False", "{:?}", condition(&again, "Completed"));
+    assert!(again.actions.is_empty(), "the CR is as wanted: {:?}", again.actions);
+}
+
+/// Amended: the completion event's reason is `Completed` (upstream: `completed`).
+#[test]
+fn case_76_an_empty_diff_completes_the_blueprint() {
+    for previous in
+        [None, Some(completed("False", "StateDiffHasChanges")), Some(completed("Unknown", "InitialSyncPending"))]
+    {
+        let mut scenario = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1");
+        if let Some(c) = previous {
+            scenario = scenario.with_conditions(vec![c]);
+        }
+        let decision = scenario.decide();
+        assert_eq!(cond(&decision, "Completed"), pair("True", "Completed"));
+        assert_eq!(message(&decision, "Completed"), "");
+        assert_eq!(cond(&decision, "LastApplySucceeded"), pair("True", "ApplySucceeded"));
+        assert!(event_reasons(&decision).contains(&"Completed"));
+        let again = scenario.after(&decision).decide();
+        assert!(!event_reasons(&again).contains(&"Completed"));
+        assert_eq!(condition(&again, "Completed"), condition(&decision, "Completed"));
+    }
+}
+
+#[test]
+fn case_77_applying_never_completes_in_the_same_reconcile() {
+    let decision = Scenario::new(INSTALL_NEXUS).decide();
+    assert_eq!(decision.state, State::ApplyingDogus);
+    assert_eq!(action_summaries(&decision), ["create dogus/nexus"]);
+    assert_eq!(cond(&decision, "Completed"), pair("False", "StateDiffHasChanges"));
+    assert_eq!(decision.requeue, Requeue::after(1, "dogus applied; re-evaluate"));
+}
+
+/// Amended (docs/differences.md, more than one Blueprint): neither is processed, as upstream, but each
+/// says why in a condition and one event (upstream only logs and polls every 10 s), `Completed` claims
+/// nothing for the generation, and the deletion of a Blueprint triggers the others (no polling).
+#[test]
+fn case_78_two_blueprints_are_both_left_alone() {
+    // Completed for generation 2, then a spec change (generation 3) while a second Blueprint exists.
+    let completed = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1").with_generation(2);
+    let decision = completed.decide();
+    assert_eq!(cond(&decision, "Completed"), pair("True", "Completed"));
+    let mut scenario = completed.after(&decision).with_generation(3);
+    scenario.blueprint_count = 2;
+    scenario.other_blueprints = vec!["blueprint-other".into()];
+    let decision = scenario.decide();
+    assert_eq!(decision.state, State::MultipleBlueprints);
+    assert!(decision.actions.is_empty());
+    assert_eq!(decision.requeue, Requeue::AwaitChange);
+    assert_eq!(cond(&decision, "Executable"), pair("False", "MultipleBlueprints"));
+    assert_eq!(
+        message(&decision, "Executable"),
+        "2 Blueprints in namespace ecosystem (blueprint-other, test-blueprint): only one Blueprint per namespace is processed, so none is; delete all but one"
+    );
+    assert_eq!(cond(&decision, "Completed"), pair("Unknown", "NotEvaluated"));
+    assert_eq!(event_reasons(&decision), ["MultipleBlueprints"]);
+    assert_eq!(
+        message(&decision, "Completed"),
+        "generation 3 is not kept applied: more than one Blueprint in the namespace (see Executable)"
+    );
+    let status = decision.status.as_ref().unwrap();
+    assert_eq!(status.observed_generation, Some(3));
+    assert_eq!(condition(&decision, "Valid").observed_generation, Some(2), "not evaluated again");
+    assert_eq!((&status.state_diff, &status.effective_blueprint), (&None, &None), "nothing was evaluated");
+
+    // Reconciled again while nothing changed: no second event.
+    let again = scenario.after(&decision).decide();
+    assert!(again.events.is_empty(), "{:?}", again.events);
+}
+
+#[test]
+fn case_79_a_deleted_blueprint_uninstalls_nothing() {
+    let mut scenario = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "3.2.1-1");
+    scenario.blueprint = None;
+    scenario.blueprint_count = 0;
+    let decision = scenario.decide();
+    assert_eq!(decision.state, State::NoBlueprint);
+    assert_eq!(decision.status, None);
+    assert!(decision.actions.is_empty());
+    assert_eq!(decision.requeue, Requeue::AwaitChange);
+}
