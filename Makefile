@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox record-corpus build
+.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox record-corpus build kube
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -13,10 +13,16 @@ plan:
 		--cluster examples/upgrade/cluster.yaml --descriptors examples/descriptors; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
 
-## test: every test of the workspace
-test:
+## test: every test of the workspace, the real-API-server suite included (it builds the control plane
+## first, once: make kube)
+test: kube
 	$(CARGO) test --workspace --all-targets --locked
 	$(CARGO) test --workspace --doc --locked
+
+## kube: kube-apiserver, etcd and kubectl of the pinned Kubernetes release, built from the Go module
+## proxy into target/kube/bin (once; later runs reuse them)
+kube:
+	@tools/kube/build.sh target/kube/bin
 
 ## test-long: the property tests with 100 times their cases (minutes, not seconds)
 test-long:

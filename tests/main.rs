@@ -1,5 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
+mod cluster;
 mod crd;
 mod journal;
 mod plan_cli;

@@ -1,0 +1,6 @@
+//! Against a real kube-apiserver with etcd (built by `make kube`, started once per test process):
+//! the CRDs, kubectl, the end-to-end scenarios, least-privilege RBAC, leader election, and the API
+//! emulator's rules (each the twin of an emulator test).
+
+pub mod control_plane;
+mod crds;
