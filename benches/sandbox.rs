@@ -76,7 +76,9 @@ async fn measure(case: &Case) -> Row {
         ..Behaviour::default()
     };
     let options = SandboxOptions { behaviour, ..SandboxOptions::default() };
-    let sandbox = Sandbox::start(options, Some(([127, 0, 0, 1], 0).into())).await.expect("the sandbox starts");
+    let mut sandbox = Sandbox::start(options, Some(([127, 0, 0, 1], 0).into())).await.expect("the sandbox starts");
+    // The operator runs as its own process: only the simulated operators run here.
+    sandbox.start_ecosystem();
     let Transport::Http(api) = sandbox.transport() else { unreachable!("served over HTTP") };
     for i in 0..case.dogus {
         let descriptor = json!({"Name": format!("official/dogu{i:04}"), "Version": "1.0.0-1", "Dependencies": []});
@@ -126,9 +128,9 @@ async fn measure(case: &Case) -> Row {
     // Fresh install.
     let before = scrape(&metrics_url).await;
     let started = Instant::now();
-    sandbox.apply_blueprint(&blueprint(case.dogus)).expect("the blueprint is accepted");
+    sandbox.apply_blueprint(&blueprint(case.dogus)).await.expect("the blueprint is accepted");
     wait_for(Duration::from_secs(300), "Completed=True", || async {
-        sandbox.condition("bench", "Completed").is_some_and(|(status, _)| status == "True")
+        sandbox.condition("bench", "Completed").await.is_some_and(|(status, _)| status == "True")
     })
     .await;
     let install_wall = started.elapsed();
@@ -139,11 +141,11 @@ async fn measure(case: &Case) -> Row {
             ("v1", "ConfigMap"),
             ("v1", "Secret"),
         ] {
-            let objects = sandbox.emulator.list(api, kind);
+            let objects = sandbox.emulator().list(api, kind);
             let bytes: usize = objects.iter().map(|o| o.to_string().len()).sum();
             eprintln!("{kind}: {} objects, {bytes} bytes of JSON", objects.len());
         }
-        let blueprints = sandbox.emulator.list("k8s.cloudogu.com/v2", "Blueprint");
+        let blueprints = sandbox.emulator().list("k8s.cloudogu.com/v2", "Blueprint");
         for part in ["/metadata/managedFields", "/spec", "/status/effectiveBlueprint", "/status/stateDiff"] {
             let bytes: usize = blueprints.iter().filter_map(|b| b.pointer(part)).map(|v| v.to_string().len()).sum();
             eprintln!("  Blueprint {part}: {bytes} bytes of JSON");
@@ -158,7 +160,7 @@ async fn measure(case: &Case) -> Row {
     for round in 0..case.steady_reconciles {
         let dogu = format!("dogu{:04}", round as usize % case.dogus);
         sandbox
-            .emulator
+            .emulator()
             .edit("k8s.cloudogu.com/v2", "Dogu", NAMESPACE, &dogu, |object| {
                 object["metadata"]["labels"]["bench.example.com/touch"] = json!(round.to_string());
             })

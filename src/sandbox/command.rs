@@ -86,8 +86,9 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
         super::session::Transport::Http(address) => address,
         super::session::Transport::InProcess => serve,
     };
-    seed::cluster(&sandbox.emulator, &sandbox.namespace, &cluster)?;
-    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &descriptors)
+    seed::cluster(&sandbox.cluster, &sandbox.namespace, &cluster).await?;
+    seed::registry(&sandbox.cluster, &sandbox.registry, &sandbox.namespace, &descriptors)
+        .await
         .map_err(|e| seed::SeedError::Refused(e.message))?;
     println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace);
     println!(
@@ -100,8 +101,8 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
     println!("sandbox: operator {version} started (the controller of `run`, over HTTP)");
 
     let started = Instant::now();
-    sandbox.apply_blueprint(&blueprint).map_err(|e| SandboxError::Apply(e.message))?;
-    let generation = sandbox.blueprint(&name).and_then(|b| b.metadata.generation).unwrap_or(1);
+    sandbox.apply_blueprint(&blueprint).await.map_err(|e| SandboxError::Apply(e.message))?;
+    let generation = sandbox.blueprint(&name).await.and_then(|b| b.metadata.generation).unwrap_or(1);
     println!("[{:6.1}s] applied Blueprint {name:?} (generation {generation})", 0.0);
 
     let mut seen = BTreeMap::new();
@@ -137,7 +138,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {
                     sandbox.follow_rollouts().await;
-                    report(&sandbox, &name, &mut seen, &mut events_seen, started);
+                    report(&sandbox, &name, &mut seen, &mut events_seen, started).await;
                 }
             }
         }
@@ -162,8 +163,8 @@ async fn follow(
     let mut blocked_since: Option<Instant> = None;
     loop {
         sandbox.follow_rollouts().await;
-        let changed = report(sandbox, name, seen, events_seen, started);
-        let blueprint = sandbox.blueprint(name);
+        let changed = report(sandbox, name, seen, events_seen, started).await;
+        let blueprint = sandbox.blueprint(name).await;
         let state = describe(blueprint.as_ref());
         if blueprint.as_ref().is_some_and(is_completed) {
             if tty {
@@ -205,7 +206,7 @@ async fn follow(
 }
 
 /// Prints what changed since the last call; returns whether anything did.
-fn report(
+async fn report(
     sandbox: &Sandbox,
     name: &str,
     seen: &mut BTreeMap<String, (String, String, String)>,
@@ -216,7 +217,7 @@ fn report(
     let tty = std::io::stdout().is_terminal();
     let clear = if tty { "\r\x1b[K" } else { "" };
     let mut changed = false;
-    if let Some(status) = sandbox.blueprint(name).and_then(|b| b.status) {
+    if let Some(status) = sandbox.blueprint(name).await.and_then(|b| b.status) {
         for condition in &status.conditions {
             let now = (condition.status.clone(), condition.reason.clone(), condition.message.clone());
             if seen.get(&condition.type_) != Some(&now) {
@@ -228,7 +229,7 @@ fn report(
             }
         }
     }
-    let events = sandbox.events();
+    let events = sandbox.events().await;
     for (reason, note) in events.iter().skip(*events_seen) {
         let note = note.lines().collect::<Vec<_>>().join(" ");
         println!("{clear}[{at:6.1}s]   event {reason}: {note}");

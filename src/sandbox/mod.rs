@@ -2,8 +2,11 @@
 //! simulated dogu and component operators.
 
 pub mod api;
+pub mod cluster;
 pub mod command;
+pub mod control_plane;
 pub mod dogu_registry;
 pub mod ecosystem;
+pub mod recording;
 pub mod seed;
 pub mod session;

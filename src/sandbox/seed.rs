@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use blueprint_machine::descriptor::DoguDescriptor;
 
-use super::api::{ApiError, Emulator};
+use super::api::ApiError;
+use super::cluster::Cluster;
 use super::dogu_registry::RegistryServer;
 
 /// The fresh-install example: the default blueprint of `sandbox`.
@@ -121,14 +122,15 @@ pub fn read_descriptors(dir: &Path) -> Result<Vec<SeedDescriptor>, SeedError> {
 
 /// Serves the descriptors from the remote registry, and puts those of the dogus installed in the
 /// emulator into the local dogu registry (`dogu-spec-<dogu>`), as the dogu operator would have.
-pub fn registry(
-    emulator: &Emulator,
+pub async fn registry(
+    cluster: &Cluster,
     remote: &RegistryServer,
     namespace: &str,
     descriptors: &[SeedDescriptor],
 ) -> Result<(), ApiError> {
-    let installed: BTreeMap<String, String> = emulator
-        .list("k8s.cloudogu.com/v2", "Dogu")
+    let installed: BTreeMap<String, String> = cluster
+        .list("k8s.cloudogu.com/v2", "Dogu", namespace)
+        .await
         .iter()
         .filter_map(|dogu| {
             let name = dogu.pointer("/spec/name")?.as_str()?.to_owned();
@@ -146,16 +148,30 @@ pub fn registry(
         }
     }
     for (dogu, versions) in local {
-        emulator.create(json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": blueprint_machine::naming::local_registry(&dogu),
-                "namespace": namespace,
-                "labels": blueprint_machine::naming::local_registry_labels(&dogu),
-            },
-            "data": versions,
-        }))?;
+        let name = blueprint_machine::naming::local_registry(&dogu);
+        // A snapshot of a cluster (taken with kubectl) may hold the ConfigMap already: add to it.
+        if cluster.get("v1", "ConfigMap", namespace, &name).await.is_some() {
+            cluster
+                .edit("v1", "ConfigMap", namespace, &name, |map| {
+                    for (version, text) in &versions {
+                        map["data"][version] = json!(text);
+                    }
+                })
+                .await?;
+            continue;
+        }
+        cluster
+            .create(json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": blueprint_machine::naming::local_registry_labels(&dogu),
+                },
+                "data": versions,
+            }))
+            .await?;
     }
     Ok(())
 }
@@ -179,7 +195,7 @@ pub fn objects(text: &str) -> Result<Vec<Value>, SeedError> {
 }
 
 /// Creates the objects in `namespace` (server fields dropped), then sets their status as written.
-pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Result<(), SeedError> {
+pub async fn cluster(cluster: &Cluster, namespace: &str, objects: &[Value]) -> Result<(), SeedError> {
     for object in objects {
         let mut object = object.clone();
         let status = object.as_object_mut().and_then(|o| o.remove("status"));
@@ -189,16 +205,17 @@ pub fn cluster(emulator: &Emulator, namespace: &str, objects: &[Value]) -> Resul
             }
             metadata.insert("namespace".into(), json!(namespace));
         }
-        let created = emulator.create(object).map_err(|e| SeedError::Refused(e.message.clone()))?;
+        let created = cluster.create(object).await.map_err(|e| SeedError::Refused(e.message.clone()))?;
         if let Some(status) = status {
             let api_version = created["apiVersion"].as_str().unwrap_or_default().to_owned();
             let kind = created["kind"].as_str().unwrap_or_default().to_owned();
             let name = created["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-            let result = emulator.update_status(&api_version, &kind, namespace, &name, status.clone());
+            let result = cluster.update_status(&api_version, &kind, namespace, &name, status.clone()).await;
             if result.is_err() {
                 // Kinds without a status subresource take it with the object.
-                emulator
-                    .edit(&api_version, &kind, namespace, &name, |o| o["status"] = status)
+                cluster
+                    .edit(&api_version, &kind, namespace, &name, |o| o["status"] = status.clone())
+                    .await
                     .map_err(|e| SeedError::Refused(e.message))?;
             }
         }

@@ -1,5 +1,6 @@
-//! One sandbox: the emulator, the simulated operators and the real controller (the code of `run`),
-//! which can be stopped and restarted (an operator restart, or the rollout of a new operator version).
+//! One sandbox: a cluster (the embedded emulator or a real kube-apiserver), the simulated operators and
+//! the real controller (the code of `run`), which can be stopped and restarted (an operator restart,
+//! or the rollout of a new operator version).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use tokio::task::JoinHandle;
 use blueprint_machine::api::Blueprint;
 
 use super::api::{ApiError, Clock, Emulator};
+use super::cluster::{Cluster, Remote};
 use super::dogu_registry::{RegistryServer, Served};
 use super::ecosystem::{self, Behaviour};
+use super::recording::{RecordLayer, Requests};
 use crate::controller::{self, Options};
 use crate::descriptors::{CacheSettings, RemoteRegistry, RemoteSettings, UrlSchema};
 use crate::journal::{JournalSettings, JournalWriter};
@@ -30,7 +33,19 @@ pub enum Transport {
     Http(SocketAddr),
 }
 
+/// Which cluster a sandbox works on.
+#[derive(Clone, Default)]
+pub enum Backend {
+    /// The embedded API emulator (in process, or over HTTP when served).
+    #[default]
+    Emulator,
+    /// A real kube-apiserver: `admin` seeds it and runs the simulated operators; the controller
+    /// connects with `operator` (default: `admin`; a ServiceAccount's for the RBAC tests).
+    KubeApiserver { admin: Box<kube::Config>, operator: Option<Box<kube::Config>> },
+}
+
 pub struct SandboxOptions {
+    pub backend: Backend,
     pub namespace: String,
     pub behaviour: Behaviour,
     pub debounce: Duration,
@@ -47,6 +62,7 @@ pub struct SandboxOptions {
 impl Default for SandboxOptions {
     fn default() -> Self {
         SandboxOptions {
+            backend: Backend::Emulator,
             namespace: "ecosystem".into(),
             behaviour: Behaviour::default(),
             debounce: Duration::from_secs(1),
@@ -65,7 +81,12 @@ struct RunningController {
 }
 
 pub struct Sandbox {
-    pub emulator: Emulator,
+    /// Where the ecosystem lives.
+    pub cluster: Cluster,
+    /// The controller's connection to a real API server (`None`: the emulator).
+    operator_config: Option<kube::Config>,
+    /// The operator's own requests, in order (on either backend).
+    pub requests: Requests,
     /// The remote dogu registry, reached by the controller over HTTP through its registry client.
     pub registry: RegistryServer,
     registry_served: Served,
@@ -77,13 +98,21 @@ pub struct Sandbox {
     debounce: Duration,
     journal: Option<Arc<JournalWriter>>,
     controller: Option<RunningController>,
-    ecosystem: JoinHandle<()>,
+    ecosystem: Ecosystem,
     installed: mpsc::UnboundedReceiver<(String, String)>,
     follow_self_upgrade: bool,
     /// Versions the operator was restarted with, in order.
     pub rollouts: Vec<String>,
-    /// For each rollout, how many requests the emulator had received when it happened.
+    /// For each rollout, how many requests the operator had sent when it happened.
     pub rollout_marks: Vec<usize>,
+}
+
+/// The simulated dogu and component operators: waiting for the first controller start (the cluster is
+/// seeded by then), running, or stopped.
+enum Ecosystem {
+    Waiting { client: kube::Client, behaviour: Behaviour, sender: mpsc::UnboundedSender<(String, String)> },
+    Running(JoinHandle<()>),
+    Stopped,
 }
 
 /// The simple name of the operator's own component.
@@ -106,27 +135,36 @@ impl Sandbox {
         } else {
             Arc::new(Timestamp::now)
         };
-        let emulator = Emulator::new(clock.clone());
-        let transport = match serve {
-            Some(address) => Transport::Http(
-                emulator
-                    .serve(address)
-                    .await
-                    .map_err(|e| std::io::Error::new(e.kind(), format!("cannot serve on {address}: {e}")))?,
-            ),
-            None => Transport::InProcess,
-        };
+        let (cluster, transport, operator_config, ecosystem_client) =
+            match options.backend {
+                Backend::Emulator => {
+                    let emulator = Emulator::new(clock.clone());
+                    let transport =
+                        match serve {
+                            Some(address) => Transport::Http(emulator.serve(address).await.map_err(|e| {
+                                std::io::Error::new(e.kind(), format!("cannot serve on {address}: {e}"))
+                            })?),
+                            None => Transport::InProcess,
+                        };
+                    let client = emulator.client(&options.namespace);
+                    (Cluster::Emulator(emulator), transport, None, client)
+                }
+                Backend::KubeApiserver { admin, operator } => {
+                    let mut admin = *admin;
+                    admin.default_namespace = options.namespace.clone();
+                    let client = kube::Client::try_from(admin.clone()).map_err(std::io::Error::other)?;
+                    let operator = operator.map_or(admin, |operator| *operator);
+                    (Cluster::Remote(Remote::new(client.clone())), Transport::InProcess, Some(operator), client)
+                }
+            };
         let registry =
             RegistryServer::new(Some((REGISTRY_CREDENTIALS.0.to_owned(), REGISTRY_CREDENTIALS.1.to_owned())));
         let registry_served = registry.serve(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let (sender, installed) = mpsc::unbounded_channel();
-        let ecosystem = tokio::spawn(ecosystem::run(
-            emulator.client(&options.namespace),
-            options.namespace.clone(),
-            options.behaviour,
-            clock.clone(),
-            sender,
-        ));
+        // The simulated operators start with the first controller, once the cluster is seeded: an
+        // operator acting on an object the seeder has not finished (its status comes in a second
+        // write) would act on what no real cluster shows.
+        let ecosystem = Ecosystem::Waiting { client: ecosystem_client, behaviour: options.behaviour, sender };
         let metrics = Metrics::shared();
         let journal = match options.journal {
             Some(settings) => {
@@ -138,7 +176,9 @@ impl Sandbox {
             None => None,
         };
         let mut sandbox = Sandbox {
-            emulator,
+            cluster,
+            operator_config,
+            requests: Requests::default(),
             registry,
             registry_served,
             namespace: options.namespace,
@@ -158,27 +198,45 @@ impl Sandbox {
         Ok(sandbox)
     }
 
+    /// The emulator, for what only it can do (its fault controls, its log of every client's requests).
+    /// Panics on a real API server: a test that needs it runs on the emulator only.
+    pub fn emulator(&self) -> &Emulator {
+        self.cluster.emulator().expect("this needs the API emulator's controls: run it on the emulator")
+    }
+
     pub fn transport(&self) -> Transport {
         self.transport
     }
 
-    /// The controller's client: over HTTP when serving, else in-process; every request counted.
+    /// The controller's client (every request counted and recorded): to the real API server, or to the
+    /// emulator over HTTP when serving, else in process.
     fn controller_client(&self) -> kube::Client {
-        match self.transport {
-            Transport::Http(address) => {
-                let url = format!("http://{address}").parse().expect("a valid URL");
-                let mut config = kube::Config::new(url);
+        let metrics = self.metrics.clone();
+        let counting = tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            metrics.count_request(&request);
+            request
+        });
+        let recording = RecordLayer(self.requests.clone());
+        let config = match (&self.operator_config, self.transport) {
+            (Some(config), _) => Some(config.clone()),
+            (None, Transport::Http(address)) => {
+                let mut config = kube::Config::new(format!("http://{address}").parse().expect("a valid URL"));
                 config.default_namespace = self.namespace.clone();
-                crate::run::client(config, self.metrics.clone()).expect("a client for the emulator")
+                Some(config)
             }
-            Transport::InProcess => {
-                let metrics = self.metrics.clone();
+            (None, Transport::InProcess) => None,
+        };
+        match config {
+            Some(config) => kube::client::ClientBuilder::try_from(config)
+                .expect("a client for the cluster")
+                .with_layer(&counting)
+                .with_layer(&recording)
+                .build(),
+            None => {
                 let service = tower::ServiceBuilder::new()
-                    .map_request(move |request: http::Request<kube::client::Body>| {
-                        metrics.count_request(&request);
-                        request
-                    })
-                    .service(tower::util::MapRequestLayer::new(convert_body).layer(self.emulator.router()));
+                    .layer(counting)
+                    .layer(recording)
+                    .service(tower::util::MapRequestLayer::new(convert_body).layer(self.emulator().router()));
                 kube::Client::new(service, self.namespace.clone())
             }
         }
@@ -202,8 +260,21 @@ impl Sandbox {
         .expect("a client for the sandbox registry")
     }
 
-    /// Starts the controller as version `version` (the same code as `run`).
+    /// Starts the simulated operators, if they are not running yet.
+    pub fn start_ecosystem(&mut self) {
+        if let Ecosystem::Waiting { client, behaviour, sender } =
+            std::mem::replace(&mut self.ecosystem, Ecosystem::Stopped)
+        {
+            let task =
+                tokio::spawn(ecosystem::run(client, self.namespace.clone(), behaviour, self.clock.clone(), sender));
+            self.ecosystem = Ecosystem::Running(task);
+        }
+    }
+
+    /// Starts the controller as version `version` (the same code as `run`); the simulated operators
+    /// too, at the first start.
     pub fn start_controller(&mut self, version: &str) {
+        self.start_ecosystem();
         let (stop, stopped) = oneshot::channel::<()>();
         let options = Options {
             namespace: self.namespace.clone(),
@@ -253,40 +324,43 @@ impl Sandbox {
             {
                 self.stop_controller().await;
                 self.rollouts.push(version.clone());
-                self.rollout_marks.push(self.emulator.requests().len());
+                self.rollout_marks.push(self.requests.len());
                 self.start_controller(&version);
             }
         }
     }
 
     /// Creates the Blueprint, or replaces its spec.
-    pub fn apply_blueprint(&self, blueprint: &Blueprint) -> Result<Value, ApiError> {
+    pub async fn apply_blueprint(&self, blueprint: &Blueprint) -> Result<Value, ApiError> {
         let name = blueprint.metadata.name.clone().unwrap_or_default();
         let mut object = serde_json::to_value(blueprint).expect("blueprints serialize");
         object["metadata"] = json!({"name": name, "namespace": self.namespace, "labels": blueprint.metadata.labels});
         if let Some(map) = object.as_object_mut() {
             map.remove("status");
         }
-        match self.emulator.get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name) {
-            None => self.emulator.create(object),
+        match self.cluster.get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name).await {
+            None => self.cluster.create(object).await,
             Some(_) => {
                 let spec = object.get("spec").cloned().unwrap_or(Value::Null);
-                self.emulator.edit("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name, |o| o["spec"] = spec)
+                self.cluster
+                    .edit("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name, |o| o["spec"] = spec.clone())
+                    .await
             }
         }
     }
 
     /// The stored Blueprint.
-    pub fn blueprint(&self, name: &str) -> Option<Blueprint> {
-        self.emulator
+    pub async fn blueprint(&self, name: &str) -> Option<Blueprint> {
+        self.cluster
             .get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, name)
+            .await
             // Leniently: a Blueprint whose spec does not fit is shown with its status.
             .and_then(|v| Blueprint::decode_lenient(&v.to_string()).ok())
     }
 
     /// The status of a condition of the Blueprint.
-    pub fn condition(&self, name: &str, type_: &str) -> Option<(String, String)> {
-        let blueprint = self.blueprint(name)?;
+    pub async fn condition(&self, name: &str, type_: &str) -> Option<(String, String)> {
+        let blueprint = self.blueprint(name).await?;
         let status = blueprint.status?;
         let condition = status.conditions.iter().find(|c| c.type_ == type_)?;
         Some((condition.status.clone(), condition.reason.clone()))
@@ -302,7 +376,7 @@ impl Sandbox {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             self.follow_rollouts().await;
-            if let Some(blueprint) = self.blueprint(name)
+            if let Some(blueprint) = self.blueprint(name).await
                 && done(&blueprint)
             {
                 return Some(blueprint);
@@ -314,10 +388,36 @@ impl Sandbox {
         }
     }
 
+    /// Waits (following rollouts) until the object exists and `done` holds for it, or `timeout` passes.
+    pub async fn wait_object(
+        &mut self,
+        (api_version, kind, name): (&str, &str, &str),
+        timeout: Duration,
+        mut done: impl FnMut(&Value) -> bool,
+    ) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            self.follow_rollouts().await;
+            if let Some(object) = self.cluster.get(api_version, kind, &self.namespace, name).await
+                && done(&object)
+            {
+                return Some(object);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Events recorded in the namespace, in the order they were created, as `(reason, note)`.
-    pub fn events(&self) -> Vec<(String, String)> {
-        let mut events = self.emulator.list("events.k8s.io/v1", "Event");
-        events.sort_by_key(|e| e.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned));
+    pub async fn events(&self) -> Vec<(String, String)> {
+        let mut events = self.cluster.list("events.k8s.io/v1", "Event", &self.namespace).await;
+        let key = |e: &Value| {
+            let text = |pointer: &str| e.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
+            (text("/eventTime"), text("/metadata/creationTimestamp"), text("/metadata/uid"))
+        };
+        events.sort_by_key(key);
         events
             .iter()
             .map(|e| {
@@ -328,7 +428,9 @@ impl Sandbox {
 
     pub async fn shutdown(mut self) {
         self.stop_controller().await;
-        self.ecosystem.abort();
+        if let Ecosystem::Running(task) = &self.ecosystem {
+            task.abort();
+        }
         self.flush_journal();
     }
 

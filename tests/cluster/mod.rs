@@ -2,5 +2,9 @@
 //! the CRDs, kubectl, the end-to-end scenarios, least-privilege RBAC, leader election, and the API
 //! emulator's rules (each the twin of an emulator test).
 
-pub mod control_plane;
 mod crds;
+mod kubectl;
+mod leader;
+mod rbac;
+
+pub use blueprint_operator::sandbox::control_plane;

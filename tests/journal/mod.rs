@@ -362,7 +362,7 @@ fn rotation_keeps_the_newest_files() {
 /// Every Secret value in the emulator, encoded as stored and decoded.
 fn secret_values(sandbox: &Sandbox) -> Vec<String> {
     let mut values = Vec::new();
-    for secret in sandbox.emulator.list("v1", "Secret") {
+    for secret in sandbox.emulator().list("v1", "Secret") {
         for value in secret["data"].as_object().into_iter().flat_map(|d| d.values()) {
             let encoded = value.as_str().unwrap().to_owned();
             let decoded = base64::engine::general_purpose::STANDARD.decode(&encoded).unwrap();
@@ -381,8 +381,10 @@ async fn journaled_sandbox(dir: &std::path::Path) -> (Sandbox, std::path::PathBu
     let journal = JournalSettings { path: path.clone(), max_bytes: 1 << 30, keep: 1 };
     let options = SandboxOptions { virtual_clock: true, journal: Some(journal), ..Default::default() };
     let mut sandbox = Sandbox::start(options, None).await.unwrap();
-    seed::cluster(&sandbox.emulator, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).unwrap();
-    seed::registry(&sandbox.emulator, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors()).unwrap();
+    seed::cluster(&sandbox.cluster, &sandbox.namespace, &seed::objects(seed::DEFAULT_CLUSTER).unwrap()).await.unwrap();
+    seed::registry(&sandbox.cluster, &sandbox.registry, &sandbox.namespace, &seed::builtin_descriptors())
+        .await
+        .unwrap();
     sandbox.start_controller("0.1.0");
     (sandbox, path)
 }
@@ -391,11 +393,11 @@ async fn journaled_sandbox(dir: &std::path::Path) -> (Sandbox, std::path::PathBu
 async fn a_live_journal_replays_identically_and_holds_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let (mut sandbox, path) = journaled_sandbox(dir.path()).await;
-    sandbox.apply_blueprint(&crate::sandbox::e2e::default_blueprint()).unwrap();
+    sandbox.apply_blueprint(&crate::sandbox::e2e::default_blueprint()).await.unwrap();
     let done = sandbox.wait_until("blueprint-ces", Duration::from_secs(600), crate::sandbox::e2e::completed).await;
     assert!(done.is_some());
     let secrets = secret_values(&sandbox);
-    let wrote_sensitive_config = sandbox.emulator.get("v1", "Secret", "ecosystem", "redmine-config").is_some();
+    let wrote_sensitive_config = sandbox.emulator().get("v1", "Secret", "ecosystem", "redmine-config").is_some();
     sandbox.shutdown().await;
 
     let text = std::fs::read_to_string(&path).unwrap();
@@ -432,10 +434,10 @@ spec:
           - {key: relay/password, sensitive: true, value: PLAINTEXT-DOGU-VALUE}
 "#;
     let blueprint: blueprint_machine::api::Blueprint = serde_saphyr::from_str(yaml).unwrap();
-    sandbox.apply_blueprint(&blueprint).unwrap();
+    sandbox.apply_blueprint(&blueprint).await.unwrap();
     let annotation = serde_json::to_string(&blueprint).unwrap();
     sandbox
-        .emulator
+        .emulator()
         .edit("k8s.cloudogu.com/v2", "Blueprint", "ecosystem", "blueprint-ces", |b| {
             b["metadata"]["annotations"] =
                 serde_json::json!({"kubectl.kubernetes.io/last-applied-configuration": annotation});

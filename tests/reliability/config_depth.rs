@@ -65,14 +65,14 @@ async fn a_too_deep_key_is_refused_and_nothing_is_stuck_after_it_is_removed() {
             .push(json!({"key": key(70), "value": "v"}));
         serde_json::from_value(value).unwrap()
     };
-    sandbox.apply_blueprint(&with_deep_key).unwrap();
+    sandbox.apply_blueprint(&with_deep_key).await.unwrap();
     let invalid = sandbox.wait_until(NAME, Duration::from_secs(60), |b| e2e::condition_is(b, "Valid", "False")).await;
-    assert!(invalid.is_some(), "{}", e2e::conditions(&sandbox));
-    assert!(sandbox.emulator.get("v1", "ConfigMap", "ecosystem", "cas-config").is_none(), "nothing was written");
+    assert!(invalid.is_some(), "{}", e2e::conditions(&sandbox).await);
+    assert!(sandbox.emulator().get("v1", "ConfigMap", "ecosystem", "cas-config").is_none(), "nothing was written");
 
     blueprint.metadata.generation = None;
-    sandbox.apply_blueprint(&blueprint).unwrap();
+    sandbox.apply_blueprint(&blueprint).await.unwrap();
     let done = sandbox.wait_until(NAME, Duration::from_secs(600), e2e::completed).await;
-    assert!(done.is_some(), "{}", e2e::conditions(&sandbox));
+    assert!(done.is_some(), "{}", e2e::conditions(&sandbox).await);
     sandbox.shutdown().await;
 }

@@ -13,11 +13,11 @@ async fn a_spec_change_is_reconciled_within_the_maximum_delay_while_other_object
     let mut sandbox = e2e::fresh_sandbox().await;
     sandbox.start_controller("0.1.0");
     let mut blueprint = e2e::default_blueprint();
-    sandbox.apply_blueprint(&blueprint).unwrap();
+    sandbox.apply_blueprint(&blueprint).await.unwrap();
     assert!(sandbox.wait_until(NAME, Duration::from_secs(600), e2e::completed).await.is_some());
 
     // A label of a Component edited every 0.26 s, for a minute.
-    let emulator = sandbox.emulator.clone();
+    let emulator = sandbox.emulator().clone();
     let edits = tokio::spawn(async move {
         for i in 0..230 {
             let _ = emulator.edit("k8s.cloudogu.com/v1", "Component", "ecosystem", "k8s-dogu-operator", |c| {
@@ -32,8 +32,8 @@ async fn a_spec_change_is_reconciled_within_the_maximum_delay_while_other_object
     let mut spec = serde_json::to_value(&blueprint).unwrap();
     spec["spec"]["blueprint"]["config"]["global"].as_array_mut().unwrap().push(json!({"key": "new/key", "value": "v"}));
     blueprint = serde_json::from_value(spec).unwrap();
-    sandbox.apply_blueprint(&blueprint).unwrap();
-    let generation = sandbox.blueprint(NAME).unwrap().metadata.generation;
+    sandbox.apply_blueprint(&blueprint).await.unwrap();
+    let generation = sandbox.blueprint(NAME).await.unwrap().metadata.generation;
     let started = tokio::time::Instant::now();
     let seen = sandbox
         .wait_until(NAME, Duration::from_secs(30), |b| {

@@ -12,29 +12,29 @@ const NS: &str = "ecosystem";
 async fn a_deleted_dogu_is_recreated_and_installed_again() {
     let mut sandbox = e2e::fresh_sandbox().await;
     sandbox.start_controller("0.1.0");
-    sandbox.apply_blueprint(&e2e::default_blueprint()).unwrap();
+    sandbox.apply_blueprint(&e2e::default_blueprint()).await.unwrap();
     assert!(sandbox.wait_until(NAME, Duration::from_secs(600), completed).await.is_some());
-    let before = sandbox.emulator.get("k8s.cloudogu.com/v2", "Dogu", NS, "cas").unwrap();
+    let before = sandbox.emulator().get("k8s.cloudogu.com/v2", "Dogu", NS, "cas").unwrap();
 
     // Deleted and re-created at once, as fast as a user and the operator can (the simulated dogu
     // operator never sees it gone): the new object must still be installed.
-    sandbox.emulator.delete("k8s.cloudogu.com/v2", "Dogu", NS, "cas").unwrap();
+    sandbox.emulator().delete("k8s.cloudogu.com/v2", "Dogu", NS, "cas").unwrap();
     let mut fresh = before.clone();
     fresh["metadata"] = serde_json::json!({"name": "cas", "namespace": NS});
     fresh.as_object_mut().unwrap().remove("status");
-    sandbox.emulator.create(fresh).unwrap();
-    e2e::wait_for(&mut sandbox, |s| {
-        s.emulator.get("k8s.cloudogu.com/v2", "Dogu", NS, "cas").is_some_and(|cas| {
+    sandbox.emulator().create(fresh).unwrap();
+    let reinstalled = sandbox
+        .wait_object(("k8s.cloudogu.com/v2", "Dogu", "cas"), Duration::from_secs(600), |cas| {
             cas["metadata"]["uid"] != before["metadata"]["uid"]
                 && cas["status"]["installedVersion"] == "7.1.5-2"
                 && cas["status"]["health"] == "available"
         })
-    })
-    .await;
+        .await;
+    assert!(reinstalled.is_some(), "the re-created cas was never installed");
     assert!(
         sandbox.wait_until(NAME, Duration::from_secs(600), completed).await.is_some(),
         "{}",
-        e2e::conditions(&sandbox)
+        e2e::conditions(&sandbox).await
     );
     sandbox.shutdown().await;
 }

@@ -13,8 +13,8 @@ const BOUND: Duration = Duration::from_secs(30);
 async fn a_shutdown_ends_while_a_cache_cannot_be_filled_and_a_reconcile_waits_for_it() {
     let mut sandbox = e2e::fresh_sandbox().await;
     // The Secrets' metadata can never be listed: that cache is never filled.
-    sandbox.emulator.fail_next(Some("GET"), "/secrets", usize::MAX, 503);
-    sandbox.apply_blueprint(&e2e::default_blueprint()).unwrap();
+    sandbox.emulator().fail_next(Some("GET"), "/secrets", usize::MAX, 503);
+    sandbox.apply_blueprint(&e2e::default_blueprint()).await.unwrap();
     sandbox.start_controller("0.1.0");
     tokio::time::sleep(Duration::from_secs(20)).await;
     let stopped = tokio::time::timeout(BOUND, sandbox.stop_controller()).await;
@@ -24,7 +24,7 @@ async fn a_shutdown_ends_while_a_cache_cannot_be_filled_and_a_reconcile_waits_fo
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_ends_while_the_api_server_answers_nothing() {
     let mut sandbox = e2e::fresh_sandbox().await;
-    sandbox.emulator.fail_next(None, "", usize::MAX, 503);
+    sandbox.emulator().fail_next(None, "", usize::MAX, 503);
     sandbox.start_controller("0.1.0");
     tokio::time::sleep(Duration::from_secs(20)).await;
     let stopped = tokio::time::timeout(BOUND, sandbox.stop_controller()).await;

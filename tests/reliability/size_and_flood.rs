@@ -22,7 +22,7 @@ async fn unknown_dogus_cost_a_bounded_number_of_registry_requests() {
     sandbox.start_controller("0.1.0");
     let many = blueprint(&many_dogus(2000));
     let name = many.metadata.name.clone().unwrap();
-    sandbox.apply_blueprint(&many).unwrap();
+    sandbox.apply_blueprint(&many).await.unwrap();
     let started = tokio::time::Instant::now();
     tokio::time::sleep(Duration::from_secs(35)).await;
     let at_35 = sandbox.registry.requests().len();
@@ -36,8 +36,8 @@ async fn unknown_dogus_cost_a_bounded_number_of_registry_requests() {
         steady <= REQUESTS_PER_SECOND as usize * 31,
         "{steady} requests in the last 30 s, over {REQUESTS_PER_SECOND} a second"
     );
-    let stored = sandbox.blueprint(&name).unwrap();
-    assert!(!e2e::condition_is(&stored, "Valid", "True"), "{}", e2e::conditions(&sandbox));
+    let stored = sandbox.blueprint(&name).await.unwrap();
+    assert!(!e2e::condition_is(&stored, "Valid", "True"), "{}", e2e::conditions(&sandbox).await);
     assert_eq!(
         stored.status.as_ref().unwrap().observed_generation,
         stored.metadata.generation,

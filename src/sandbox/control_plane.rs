@@ -1,12 +1,13 @@
-//! A real control plane for the tests, like controller-runtime's envtest: etcd and kube-apiserver of
-//! the release `make kube` builds (target/kube/bin, or `KUBE_BIN`), on loopback, on free ports, in a
-//! folder of their own under target/kube/run, with certificates made here (rcgen), an admin token in
-//! `system:masters`, RBAC authorization, and the project's CRDs installed.
+//! A real control plane, like controller-runtime's envtest: etcd and kube-apiserver of the release
+//! `make kube` builds (target/kube/bin, or `KUBE_BIN`), on loopback, on free ports, in a folder of their
+//! own under target/kube/run, with certificates made here (rcgen), an admin token in `system:masters`,
+//! RBAC authorization, and the project's CRDs installed. For the real-API-server tests, and for
+//! `sandbox --kube-apiserver`.
 //!
-//! One control plane serves the whole test binary (each test works in a namespace of its own). The
-//! processes are started by a thread that lives as long as the test process, with `PR_SET_PDEATHSIG`:
-//! when the process ends, however it ends (a failed test, a panic, an abort), the kernel kills them.
-//! No stray process, and no fixed sleep: every wait polls a condition, with a bound.
+//! The processes get `PR_SET_PDEATHSIG`: when the thread that started them ends, the kernel kills them.
+//! [`shared`] starts them from a thread that lives as long as the process, so they end with it,
+//! however it ends (a failed test, a panic, an abort): no stray process. No fixed sleep: every wait
+//! polls a condition, with a bound.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
@@ -16,6 +17,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+
+use crate::crd::Which;
 
 /// How long the control plane may take to become ready (seconds on this machine; more when busy).
 const START_LIMIT: Duration = Duration::from_secs(120);
@@ -35,7 +38,7 @@ pub struct ControlPlane {
     pub dir: PathBuf,
 }
 
-/// Where `make kube` puts the binaries.
+/// Where `make kube` puts the binaries (`KUBE_BIN` overrides).
 pub fn bin_dir() -> PathBuf {
     std::env::var_os("KUBE_BIN")
         .map(PathBuf::from)
@@ -75,7 +78,8 @@ fn start() -> Result<ControlPlane, String> {
             ));
         }
     }
-    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kube/run");
+    // Beside the binaries: target/kube/run.
+    let run = bin.parent().map(|kube| kube.join("run")).unwrap_or_else(|| std::env::temp_dir().join("kube-run"));
     remove_stale(&run);
     let dir = run.join(std::process::id().to_string());
     let _ = std::fs::remove_dir_all(&dir);
@@ -122,6 +126,11 @@ fn start() -> Result<ControlPlane, String> {
             .arg("--endpoint-reconciler-type=none")
             // Compaction every minute (the default is 5): the watch tests can see a 410.
             .arg("--etcd-compaction-interval=1m")
+            // Every request, who sent it and what was answered (the RBAC tests read it).
+            .arg(format!("--audit-policy-file={}", audit_policy(&dir)?.display()))
+            .arg(format!("--audit-log-path={}", dir.join("audit.log").display()))
+            .arg("--audit-log-format=json")
+            .arg("--audit-log-mode=blocking")
             .arg("--v=1")
             .stdout(Stdio::null())
             .stderr(log("kube-apiserver.log")?),
@@ -138,15 +147,13 @@ fn start() -> Result<ControlPlane, String> {
     std::fs::write(&plane.kubeconfig, plane.kubeconfig_text("admin", &plane.token, "default"))
         .map_err(|e| e.to_string())?;
     wait_ready(&plane, &[etcd, api])?;
-    for crd in ["blueprint.yaml", "dogu.yaml", "component.yaml"] {
-        plane.kubectl(&["apply", "--server-side", "-f", &crds_dir().join(crd).display().to_string()])?;
+    for which in [Which::Blueprint, Which::Dogu, Which::Component] {
+        let file = dir.join(format!("{}-crd.yaml", crate::crd::name(which)));
+        std::fs::write(&file, crate::crd::yaml(which)).map_err(|e| e.to_string())?;
+        plane.kubectl(&["apply", "--server-side", "-f", &file.display().to_string()])?;
     }
     plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
     Ok(plane)
-}
-
-fn crds_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("crds")
 }
 
 impl ControlPlane {
@@ -177,14 +184,34 @@ impl ControlPlane {
         }
     }
 
+    /// A client configuration for `user` (a bearer token) in `namespace`, through a kubeconfig as a
+    /// user's would be.
+    pub async fn config_for(&self, user: &str, token: &str, namespace: &str) -> kube::Config {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_text(user, token, namespace))
+            .expect("the kubeconfig parses");
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("the kubeconfig makes a client config")
+    }
+
+    /// The admin's client configuration.
+    pub async fn admin_config(&self, namespace: &str) -> kube::Config {
+        self.config_for("admin", &self.token, namespace).await
+    }
+
     /// A kube client as the admin.
     pub async fn client(&self, namespace: &str) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_text("admin", &self.token, namespace))
-            .expect("the kubeconfig parses");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .expect("the kubeconfig makes a client config");
-        kube::Client::try_from(config).expect("a client")
+        kube::Client::try_from(self.admin_config(namespace).await).expect("a client")
+    }
+
+    /// Every request the API server answered so far for `username` (for example
+    /// `system:serviceaccount:<namespace>:<name>`), from its audit log.
+    pub fn audited(&self, username: &str) -> Vec<Audited> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Audited>(line).ok())
+            .filter(|entry| entry.user.username == username)
+            .collect()
     }
 
     /// A new namespace of its own for one test, `prefix-<n>`.
@@ -193,6 +220,69 @@ impl ControlPlane {
         let name = format!("{prefix}-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         self.kubectl(&["create", "namespace", &name]).unwrap_or_else(|e| panic!("{e}"));
         name
+    }
+}
+
+/// An audit policy recording every request's metadata once, when it was answered.
+fn audit_policy(dir: &Path) -> Result<PathBuf, String> {
+    let file = dir.join("audit-policy.yaml");
+    let policy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\n\
+                  rules:\n- level: Metadata\n";
+    std::fs::write(&file, policy).map_err(|e| e.to_string())?;
+    Ok(file)
+}
+
+/// One request as the API server's audit log recorded it.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Audited {
+    pub verb: String,
+    pub user: AuditUser,
+    #[serde(default)]
+    pub object_ref: Option<AuditObject>,
+    #[serde(default)]
+    pub response_status: Option<AuditStatus>,
+    #[serde(default)]
+    pub request_uri: String,
+}
+
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct AuditUser {
+    #[serde(default)]
+    pub username: String,
+}
+
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditObject {
+    #[serde(default)]
+    pub resource: String,
+    #[serde(default)]
+    pub subresource: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub api_group: String,
+}
+
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct AuditStatus {
+    #[serde(default)]
+    pub code: u16,
+}
+
+impl Audited {
+    /// `resource` or `resource/subresource`.
+    pub fn resource(&self) -> String {
+        match &self.object_ref {
+            Some(o) if o.subresource.is_empty() => o.resource.clone(),
+            Some(o) => format!("{}/{}", o.resource, o.subresource),
+            None => String::new(),
+        }
+    }
+
+    pub fn code(&self) -> u16 {
+        self.response_status.as_ref().map(|s| s.code).unwrap_or_default()
     }
 }
 

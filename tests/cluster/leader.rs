@@ -1,0 +1,101 @@
+//! Leader election, for real: two replicas of `run` (the operator's binary, each with a
+//! ServiceAccount of its own bound to the operator's Role) against one API server. Only the Lease
+//! holder writes; killing it (SIGKILL: no release) hands the Lease over and the install still
+//! converges. Run as a phase of the RBAC test, whose audit log shows who sent what.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use blueprint_machine::naming::LEASE;
+use blueprint_operator::sandbox::ecosystem::Behaviour;
+use blueprint_operator::sandbox::seed;
+use blueprint_operator::sandbox::session::REGISTRY_CREDENTIALS;
+
+use super::control_plane;
+use super::rbac::{SERVICE_ACCOUNT, role_in, user_of};
+use crate::sandbox::e2e::{Scene, completed, conditions, default_blueprint};
+
+const STANDBY: &str = "k8s-blueprint-operator-standby";
+
+/// A `run` process, killed when dropped (also when the test fails).
+struct Replica(Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Writes by `user` other than on the Lease (the holder's renewals, a candidate's attempts).
+fn writes_of(user: &str) -> Vec<String> {
+    control_plane::shared()
+        .audited(user)
+        .into_iter()
+        .filter(|r| matches!(r.verb.as_str(), "create" | "update" | "patch" | "delete"))
+        .filter(|r| r.resource() != "leases" && r.code() < 400)
+        .map(|r| format!("{} {}", r.verb, r.request_uri))
+        .collect()
+}
+
+/// The scenario in `namespace`; the two users (ServiceAccounts) it ran as.
+pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
+    let plane = control_plane::shared();
+    let tokens = role_in(namespace, &[STANDBY]);
+    // Slow installs (3 s on a real server): the leader is killed while it installs.
+    let behaviour = Behaviour { install: Duration::from_secs(60), ..Behaviour::default() };
+    let mut scene = Scene::on_kube_apiserver(namespace.to_owned(), None, behaviour, seed::DEFAULT_CLUSTER).await;
+    scene.start_ecosystem();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = scene.registry_endpoint();
+    let replica = |identity: &str, account: &str, token: &str| {
+        let kubeconfig = dir.path().join(format!("{identity}.kubeconfig"));
+        std::fs::write(&kubeconfig, plane.kubeconfig_text(account, token, namespace)).unwrap();
+        Replica(
+            Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+                .arg("run")
+                .env("KUBECONFIG", &kubeconfig)
+                .env("NAMESPACE", namespace)
+                .env("POD_NAME", identity)
+                .env("LEADER_ELECT", "true")
+                .env("DEBOUNCE_WINDOW", "50ms")
+                .env("LOG_LEVEL", "warn")
+                .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
+                .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
+                .env("DOGU_REGISTRY_ENDPOINT", &registry)
+                .env("DOGU_REGISTRY_USERNAME", REGISTRY_CREDENTIALS.0)
+                .env("DOGU_REGISTRY_PASSWORD", REGISTRY_CREDENTIALS.1)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("the operator binary starts"),
+        )
+    };
+    let holder = |lease: &serde_json::Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_owned();
+
+    // The first replica takes the Lease; the second waits as a candidate.
+    let leader = replica("replica-a", SERVICE_ACCOUNT, &tokens[0]);
+    scene.wait_for(("coordination.k8s.io/v1", "Lease", LEASE), |l| holder(l) == "replica-a").await;
+    let _standby = replica("replica-b", STANDBY, &tokens[1]);
+
+    // The leader installs; the standby writes nothing meanwhile.
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_for(("k8s.cloudogu.com/v2", "Dogu", "ldap"), |_| true).await;
+    let (leader_user, standby_user) = (user_of(namespace, SERVICE_ACCOUNT), user_of(namespace, STANDBY));
+    drop(leader);
+    assert!(!writes_of(&leader_user).is_empty(), "the leader wrote");
+    assert_eq!(writes_of(&standby_user), Vec::<String>::new(), "the standby wrote while it was not the leader");
+    assert!(scene.blueprint(crate::sandbox::e2e::NAME).await.is_some_and(|b| !completed(&b)), "killed mid-install");
+
+    // Its Lease expires; the standby takes it and finishes the install.
+    scene.wait_for(("coordination.k8s.io/v1", "Lease", LEASE), |l| holder(l) == "replica-b").await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed after the handover: {}", conditions(&scene).await);
+    assert!(!writes_of(&standby_user).is_empty(), "the new leader wrote");
+    scene.shutdown().await;
+    vec![leader_user, standby_user]
+}

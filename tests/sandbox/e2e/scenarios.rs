@@ -1,0 +1,406 @@
+//! The scenarios, each run on both backends (see `on_both_backends!`). They reach the cluster only
+//! through the sandbox (`Scene::get`, `create`, `edit`, `delete`) and read the operator's own requests
+//! as its client recorded them, so they hold on the emulator and on kube-apiserver alike.
+
+use std::time::Duration;
+
+use blueprint_operator::sandbox::api::LoggedRequest;
+use blueprint_operator::sandbox::dogu_registry::Fault;
+use blueprint_operator::sandbox::ecosystem::Behaviour;
+use blueprint_operator::sandbox::seed;
+use serde_json::{Value, json};
+
+use super::{
+    NAME, On, Scene, assert_no_duplicates_or_losses, blueprint, completed, condition_is, conditions, default_blueprint,
+    ecosystem_writes, metric, writes_of_controller,
+};
+
+const DOGU: &str = "k8s.cloudogu.com/v2";
+
+pub async fn a_fresh_install_completes_within_a_request_budget(on: On) {
+    let mut scene = Scene::fresh(on, Some("fresh-install")).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+    let status = done.unwrap().status.unwrap();
+    assert!(status.state_diff.as_ref().unwrap().is_empty());
+
+    // Every dogu and component of the blueprint exists, created once.
+    let requests = scene.operator_requests();
+    for dogu in ["ldap", "postfix", "cas", "postgresql", "redmine", "nginx-ingress", "nginx-static"] {
+        let object = scene.get(DOGU, "Dogu", dogu).await.unwrap();
+        assert_eq!(object["status"]["health"], "available");
+        let creates = requests
+            .iter()
+            .filter(|r| r.method == "POST" && r.status == 201 && r.path.ends_with("/dogus"))
+            .filter(|r| r.body.contains(&format!("\"name\":\"{dogu}\"")))
+            .count();
+        assert_eq!(creates, 1, "{dogu} created once");
+    }
+    let secret = scene.get("v1", "Secret", "redmine-config").await.unwrap();
+    assert!(secret["data"]["config.yaml"].is_string(), "the sensitive config was written");
+
+    // Budgets: writes, status writes per reconcile, the whole run's requests.
+    let reconciles = metric(&scene, "blueprint_operator_reconciles_total");
+    let status_writes = metric(&scene, "blueprint_operator_status_writes_total");
+    let sent = metric(&scene, "blueprint_operator_api_requests_total");
+    println!(
+        "fresh install on {on:?}: {reconciles} reconciles, {status_writes} status writes, {sent} requests, {} events",
+        scene.events().await.len()
+    );
+    assert!(status_writes <= reconciles, "at most one status write per reconcile: {status_writes} > {reconciles}");
+    assert!(sent <= 60.0, "the fresh install took {sent} requests");
+    assert!(reconciles <= 8.0, "the fresh install took {reconciles} reconciles");
+
+    // Descriptors: one authenticated request per wanted dogu, each added to the local registry once.
+    let fetched = scene.registry.requests();
+    assert_eq!(fetched.len(), 7, "{fetched:#?}");
+    assert!(fetched.iter().all(|r| r.status == 200 && r.user.as_deref() == Some("sandbox")), "{fetched:#?}");
+    let cas = scene.get("v1", "ConfigMap", "dogu-spec-cas").await.unwrap();
+    assert_eq!(cas["metadata"]["labels"]["k8s.cloudogu.com/type"], "local-dogu-registry");
+    let stored: Value = serde_json::from_str(cas["data"]["7.1.5-2"].as_str().unwrap()).unwrap();
+    assert_eq!(stored["Name"], "official/cas", "the whole dogu.json is stored");
+    assert!(stored.get("Image").is_some(), "the whole dogu.json is stored, not only what validation reads");
+    scene.shutdown().await;
+}
+
+/// A dogu-config ConfigMap no Blueprint mentions (it triggers a reconcile, and changes nothing).
+fn unrelated_config(dogu: &str, kind: &str) -> Value {
+    let labels = json!({"app": "ces", "dogu.name": dogu, "k8s.cloudogu.com/type": kind});
+    let name = if kind == "local-dogu-registry" { format!("dogu-spec-{dogu}") } else { format!("{dogu}-config") };
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}})
+}
+
+pub async fn descriptors_come_from_memory_then_the_local_registry_never_the_network_again(on: On) {
+    let mut scene = Scene::fresh(on, None).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_blueprint(completed).await.unwrap();
+    scene.pause(Duration::from_secs(30)).await;
+    let fetched = scene.registry.requests().len();
+    let memory = "blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}";
+    let local = "blueprint_operator_descriptor_lookups_total{layer=\"local\",result=\"hit\"}";
+    let lookups = metric(&scene, memory);
+
+    // Reconciles after completion (triggered by config changes) are answered from memory.
+    scene.create(unrelated_config("other", "dogu-config")).await;
+    scene.pause(Duration::from_secs(30)).await;
+    assert_eq!(metric(&scene, memory) - lookups, 7.0, "one more reconcile, every descriptor from memory");
+    assert_eq!(scene.registry.requests().len(), fetched, "no registry request after completion");
+
+    // A new operator process has an empty memory: the local registry answers, the network is not asked.
+    scene.stop_controller().await;
+    let local_hits = metric(&scene, local);
+    scene.start_controller("0.1.0");
+    scene.pause(Duration::from_secs(30)).await;
+    let local_hits = metric(&scene, local) - local_hits;
+    assert_eq!(local_hits, 7.0, "the restarted operator read every descriptor from the local registry");
+    assert_eq!(scene.registry.requests().len(), fetched, "no registry request after a restart");
+    assert!(scene.blueprint(NAME).await.is_some_and(|b| completed(&b)));
+    scene.shutdown().await;
+}
+
+pub async fn an_unavailable_registry_requeues_until_it_answers(on: On) {
+    let mut scene = Scene::fresh(on, Some("registry-unavailable")).await;
+    scene.registry.inject(Fault::Status(503), 7);
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    let unknown = scene.wait_blueprint(|b| condition_is(b, "Valid", "Unknown")).await;
+    let valid =
+        unknown.as_ref().and_then(|b| b.status.as_ref()).and_then(|s| s.conditions.iter().find(|c| c.type_ == "Valid"));
+    assert!(
+        valid.is_some_and(|c| c.message.contains("answered HTTP 503")),
+        "the condition says why: {}",
+        conditions(&scene).await
+    );
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed once the registry answered: {}", conditions(&scene).await);
+    let failed = scene.registry.requests().iter().filter(|r| r.status == 503).count();
+    assert_eq!(failed, 7, "every fault was met, and the registry was asked again");
+    scene.shutdown().await;
+}
+
+pub async fn after_completion_reconciles_write_nothing_and_emit_nothing(on: On) {
+    let mut scene = Scene::fresh(on, None).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_blueprint(completed).await.unwrap();
+    scene.pause(Duration::from_secs(30)).await;
+    let reconciles = metric(&scene, "blueprint_operator_reconciles_total");
+    let writes = writes_of_controller(&scene);
+    let events = scene.events().await.len();
+    // Changes of watched objects that do not concern the blueprint trigger reconciles.
+    for i in 0..5 {
+        scene.create(unrelated_config(&format!("unrelated-{i}"), "dogu-config")).await;
+        scene.pause(Duration::from_secs(5)).await;
+    }
+    scene.pause(Duration::from_secs(60)).await;
+    let after_config = metric(&scene, "blueprint_operator_reconciles_total");
+    assert!(after_config >= reconciles + 5.0, "the changes triggered reconciles: {reconciles} → {after_config}");
+    // The local dogu registry (also `app=ces`) is a cache of descriptors: its changes trigger nothing.
+    scene.create(unrelated_config("unrelated", "local-dogu-registry")).await;
+    scene.pause(Duration::from_secs(60)).await;
+    assert_eq!(metric(&scene, "blueprint_operator_reconciles_total"), after_config, "a dogu-spec ConfigMap triggered");
+    assert_eq!(writes_of_controller(&scene), writes, "no write after completion");
+    assert_eq!(scene.events().await.len(), events, "no event after completion");
+    scene.shutdown().await;
+}
+
+pub async fn an_upgrade_pauses_dogus_before_their_config_changes(on: On) {
+    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
+    let mut scene = Scene::start(on, Some("upgrade"), Behaviour::default(), cluster).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&blueprint(include_str!("../../../examples/upgrade/blueprint.yaml"))).await.unwrap();
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+
+    let requests = scene.operator_requests();
+    let position = |predicate: &dyn Fn(&LoggedRequest) -> bool| requests.iter().position(predicate);
+    let pause = position(&|r| {
+        r.method == "PATCH" && r.path.ends_with("/dogus/redmine") && r.body.contains("\"pauseReconciliation\":true")
+    })
+    .expect("redmine paused");
+    let config = position(&|r| r.path.ends_with("/configmaps/redmine-config") && r.method == "PATCH")
+        .expect("redmine's config written");
+    let upgrade =
+        position(&|r| r.method == "PATCH" && r.path.ends_with("/dogus/redmine") && r.body.contains("5.1.8-1"))
+            .expect("redmine upgraded");
+    assert!(pause < config && config < upgrade, "pause {pause}, config {config}, upgrade {upgrade}");
+    assert!(requests[upgrade].body.contains("\"pauseReconciliation\":false"), "the upgrade resumes it");
+    let redmine = scene.get(DOGU, "Dogu", "redmine").await.unwrap();
+    assert_eq!(redmine["spec"]["pauseReconciliation"], false);
+    assert_eq!(redmine["status"]["installedVersion"], "5.1.8-1");
+    let config = scene.get("v1", "ConfigMap", "redmine-config").await.unwrap();
+    assert_eq!(config["data"]["config.yaml"], "logging:\n  root: INFO\n");
+    scene.shutdown().await;
+}
+
+const SELF_UPGRADE: &str = r#"
+apiVersion: k8s.cloudogu.com/v2
+kind: Blueprint
+metadata: {name: blueprint-ces, namespace: ecosystem}
+spec:
+  displayName: self-upgrade
+  blueprint:
+    dogus: [{name: official/ldap, version: "2.6.8-3"}]
+    components: [{name: k8s/k8s-blueprint-operator, version: "0.2.0"}]
+"#;
+
+pub async fn the_operator_upgrades_itself_before_anything_else(on: On) {
+    let mut scene = Scene::fresh(on, Some("self-upgrade")).await;
+    scene
+        .create(json!({"apiVersion": "k8s.cloudogu.com/v1", "kind": "Component", "metadata": {"name": "k8s-blueprint-operator"},
+            "spec": {"namespace": "k8s", "name": "k8s-blueprint-operator", "version": "0.1.0"}}))
+        .await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&blueprint(SELF_UPGRADE)).await.unwrap();
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+    assert_eq!(scene.rollouts, ["0.1.0", "0.2.0"]);
+    let requests = scene.operator_requests();
+    let own = requests
+        .iter()
+        .position(|r| {
+            r.method == "PATCH" && r.path.ends_with("/components/k8s-blueprint-operator") && r.body.contains("0.2.0")
+        })
+        .unwrap();
+    let ldap =
+        requests.iter().position(|r| r.method == "POST" && r.path.ends_with("/dogus") && r.status == 201).unwrap();
+    let rollout = scene.rollout_marks[0];
+    assert!(
+        own < rollout && rollout <= ldap,
+        "own patch {own}, rollout {rollout}, first dogu {ldap}: the new operator installs the dogus"
+    );
+    scene.shutdown().await;
+}
+
+pub async fn an_unhealthy_dogu_blocks_and_the_ecosystem_recovers(on: On) {
+    // scm, not in the blueprint, is unavailable and the simulated dogu operator keeps it so.
+    let behaviour = Behaviour { never_healthy: ["scm".to_owned()].into(), ..Behaviour::default() };
+    let mut scene = Scene::start(on, Some("unhealthy"), behaviour, seed::DEFAULT_CLUSTER).await;
+    scene
+        .create(json!({"apiVersion": DOGU, "kind": "Dogu", "metadata": {"name": "scm"}, "spec": {"name": "official/scm", "version": "1.0.0-1"}}))
+        .await;
+    let status = json!({"health": "unavailable", "installedVersion": "1.0.0-1"});
+    scene.cluster.update_status(DOGU, "Dogu", &scene.namespace, "scm", status).await.unwrap();
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    let blocked = scene.wait_blueprint(|b| condition_is(b, "EcosystemHealthy", "False")).await;
+    assert!(blocked.is_some(), "{}", conditions(&scene).await);
+    scene.pause(Duration::from_secs(120)).await;
+    let blueprint = scene.blueprint(NAME).await.unwrap();
+    assert!(!completed(&blueprint));
+    assert!(
+        !ecosystem_writes(&scene.operator_requests()).iter().any(|w| w.contains("dogus")),
+        "nothing is applied while unhealthy"
+    );
+    let diff = blueprint.status.unwrap().state_diff.clone().unwrap();
+    assert_eq!(diff.dogu_diffs.len(), 7, "the diff is shown while blocked");
+
+    // scm recovers (someone fixed it): the blueprint proceeds and completes.
+    scene.delete(DOGU, "Dogu", "scm").await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "{}", conditions(&scene).await);
+    scene.shutdown().await;
+}
+
+pub async fn a_stopped_blueprint_shows_its_diff_and_writes_nothing(on: On) {
+    let mut scene = Scene::fresh(on, Some("stopped")).await;
+    scene.start_controller("0.1.0");
+    let mut stopped = default_blueprint();
+    std::sync::Arc::make_mut(stopped.spec.spec.as_mut().unwrap()).stopped = Some(true);
+    scene.apply_blueprint(&stopped).await.unwrap();
+    let shown = scene.wait_blueprint(|b| condition_is(b, "Completed", "False")).await.unwrap();
+    scene.pause(Duration::from_secs(60)).await;
+    assert_eq!(shown.status.unwrap().state_diff.as_ref().unwrap().dogu_diffs.len(), 7);
+    assert_eq!(ecosystem_writes(&scene.operator_requests()), Vec::<String>::new());
+    let stopped_events = scene.events().await.iter().filter(|(r, _)| r == "BlueprintStopped").count();
+    assert_eq!(stopped_events, 1);
+
+    // Un-stopping applies.
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "{}", conditions(&scene).await);
+    scene.shutdown().await;
+}
+
+pub async fn a_config_change_waits_for_the_restart(on: On) {
+    // Rolling restarts: the ecosystem stays healthy while redmine restarts, so the operator waits for
+    // the dogu to run the new config (AwaitingDogus), not for health.
+    let behaviour = Behaviour { rolling_restarts: true, restart: Duration::from_secs(20), ..Behaviour::default() };
+    let mut scene = Scene::start(on, Some("config-change"), behaviour, seed::DEFAULT_CLUSTER).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_blueprint(completed).await.unwrap();
+    let before = scene.get(DOGU, "Dogu", "redmine").await.unwrap();
+    let changed = blueprint(&seed::DEFAULT_BLUEPRINT.replace("value: WARN", "value: DEBUG"));
+    scene.apply_blueprint(&changed).await.unwrap();
+    let done = scene.wait_blueprint(|b| b.metadata.generation == Some(2) && completed(b)).await;
+    assert!(done.is_some(), "{}", conditions(&scene).await);
+    let awaited = metric(&scene, "blueprint_operator_reconciles_total{outcome=\"AwaitingDogus\"}");
+    assert!(awaited >= 1.0, "completion waited for the restart: {awaited} reconciles in AwaitingDogus");
+    let after = scene.get(DOGU, "Dogu", "redmine").await.unwrap();
+    assert_ne!(before["status"]["startedAt"], after["status"]["startedAt"], "redmine restarted");
+    let config = scene.get("v1", "ConfigMap", "redmine-config").await.unwrap();
+    assert!(config["data"]["config.yaml"].as_str().unwrap().contains("root: DEBUG"));
+    scene.shutdown().await;
+}
+
+const HACKED_GLOBAL: &str = "fqdn: hacked.example.com\nadmin_group: ces-admins\ndomain: example.com\n";
+
+fn global_config_restored(config: &Value) -> bool {
+    config["data"]["config.yaml"].as_str().is_some_and(|text| text.contains("fqdn: ces.example.com"))
+}
+
+pub async fn a_second_blueprint_stops_all_changes_until_it_is_gone(on: On) {
+    let mut scene = Scene::fresh(on, Some("two-blueprints")).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_blueprint(completed).await.unwrap();
+    let writes = ecosystem_writes(&scene.operator_requests()).len();
+    let mut second = default_blueprint();
+    second.metadata.name = Some("blueprint-other".into());
+    scene.apply_blueprint(&second).await.unwrap();
+    // A config key changed by hand while two blueprints exist: neither may correct it.
+    scene.edit("v1", "ConfigMap", "global-config", |c| c["data"]["config.yaml"] = json!(HACKED_GLOBAL)).await;
+    scene.pause(Duration::from_secs(60)).await;
+    let multiple = metric(&scene, "blueprint_operator_reconciles_total{outcome=\"MultipleBlueprints\"}");
+    assert!(multiple >= 2.0, "both blueprints were reconciled and refused: {multiple}");
+    assert!(multiple <= 4.0, "no polling while two blueprints exist: {multiple} reconciles");
+    assert_eq!(ecosystem_writes(&scene.operator_requests()).len(), writes, "nothing changed");
+    // Both say so, each once, and neither claims to be completed.
+    for name in [NAME, "blueprint-other"] {
+        let blueprint = scene.blueprint(name).await.unwrap();
+        assert!(condition_is(&blueprint, "Executable", "False"), "{name}: {}", conditions(&scene).await);
+        assert!(!completed(&blueprint), "{name} claims Completed=True for a generation not applied");
+    }
+    let events = scene.events().await;
+    let warnings = events.iter().filter(|(reason, _)| reason == "MultipleBlueprints").count();
+    assert_eq!(warnings, 2, "one event on each Blueprint: {events:?}");
+    // Once it is gone, its deletion triggers the remaining blueprint, which corrects the drift.
+    scene.delete("k8s.cloudogu.com/v2", "Blueprint", "blueprint-other").await;
+    scene.wait_for(("v1", "ConfigMap", "global-config"), global_config_restored).await;
+    scene.shutdown().await;
+}
+
+pub async fn drift_is_corrected_after_completion(on: On) {
+    let mut scene = Scene::fresh(on, Some("drift")).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.wait_blueprint(completed).await.unwrap();
+
+    // A Dogu CR deleted by hand is reinstalled.
+    let before = scene.get(DOGU, "Dogu", "postfix").await.unwrap();
+    scene.delete(DOGU, "Dogu", "postfix").await;
+    scene
+        .wait_for((DOGU, "Dogu", "postfix"), |d| {
+            d["metadata"]["uid"] != before["metadata"]["uid"] && d["status"]["health"] == "available"
+        })
+        .await;
+
+    // A Dogu CR edited by hand (a mount removed) is set back.
+    scene.edit(DOGU, "Dogu", "redmine", |d| d["spec"]["additionalMounts"] = Value::Null).await;
+    scene.wait_for((DOGU, "Dogu", "redmine"), |d| d["spec"]["additionalMounts"].is_array()).await;
+
+    // A config key changed by hand is set back.
+    scene.edit("v1", "ConfigMap", "global-config", |c| c["data"]["config.yaml"] = json!(HACKED_GLOBAL)).await;
+    scene.wait_for(("v1", "ConfigMap", "global-config"), global_config_restored).await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "{}", conditions(&scene).await);
+    scene.shutdown().await;
+}
+
+pub async fn a_forbidden_downgrade_stays_not_executable(on: On) {
+    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
+    let mut scene = Scene::start(on, Some("forbidden-downgrade"), Behaviour::default(), cluster).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&blueprint(include_str!("../../../examples/invalid/downgrade.yaml"))).await.unwrap();
+    scene.wait_blueprint(|b| condition_is(b, "Executable", "False")).await.unwrap();
+    scene.pause(Duration::from_secs(300)).await;
+    let blueprint = scene.blueprint(NAME).await.unwrap();
+    assert!(condition_is(&blueprint, "Executable", "False"));
+    assert_eq!(ecosystem_writes(&scene.operator_requests()), Vec::<String>::new());
+    let cas = scene.get(DOGU, "Dogu", "cas").await.unwrap();
+    assert_eq!(cas["spec"]["version"], "7.1.4-1");
+    scene.shutdown().await;
+}
+
+pub async fn an_invalid_blueprint_is_reported_and_nothing_is_applied(on: On) {
+    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
+    let mut scene = Scene::start(on, Some("invalid"), Behaviour::default(), cluster).await;
+    scene.start_controller("0.1.0");
+    scene.apply_blueprint(&blueprint(include_str!("../../../examples/invalid/invalid.yaml"))).await.unwrap();
+    let invalid = scene.wait_blueprint(|b| condition_is(b, "Valid", "False")).await.unwrap();
+    scene.pause(Duration::from_secs(120)).await;
+    let status = serde_json::to_string(&invalid.status).unwrap();
+    assert!(status.contains("sensitive config entries are not allowed to have normal values"), "{status}");
+    assert!(!status.contains("do-not-write-passwords-here"), "a plaintext value reached the status");
+    assert_eq!(ecosystem_writes(&scene.operator_requests()), Vec::<String>::new());
+    let reconciles = metric(&scene, "blueprint_operator_reconciles_total");
+    assert!(reconciles <= 2.0, "an invalid blueprint waits for a change of its spec: {reconciles} reconciles");
+    scene.shutdown().await;
+}
+
+pub async fn converges_when_the_operator_restarts_at_any_point(on: On) {
+    // Kill the controller after it sent n requests, for several n, and start a new one.
+    for cut in [3usize, 8, 14, 20, 30] {
+        let mut scene = Scene::fresh(on, None).await;
+        scene.start_controller("0.1.0");
+        scene.apply_blueprint(&default_blueprint()).await.unwrap();
+        for _ in 0..10_000 {
+            if metric(&scene, "blueprint_operator_api_requests_total") >= cut as f64 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        scene.kill_controller();
+        assert!(!scene.blueprint(NAME).await.is_some_and(|b| completed(&b)), "cut at {cut} came after completion");
+        scene.pause(Duration::from_secs(2)).await;
+        scene.start_controller("0.1.0");
+        let done = scene.wait_blueprint(completed).await;
+        assert!(done.is_some(), "cut at {cut}: {}", conditions(&scene).await);
+        assert_no_duplicates_or_losses(&scene).await;
+        scene.shutdown().await;
+    }
+}
