@@ -48,7 +48,32 @@ pub(crate) fn all_installed(effective: &EffectiveBlueprint, installed: &Installe
     })
 }
 
-/// A dogu that never reported a start is older than any config write.
+/// A dogu that never reported a start is older than any config write. The API server records write
+/// times in whole seconds (managedFields), so a start in the same second as the write may have come
+/// before it: only a start in a later second shows the dogu runs what was written. (A restart caused
+/// by the write itself ends seconds later; the dogu operator records whole seconds too.)
 fn started_before(started_at: Option<&Time>, updated: &Time) -> bool {
-    started_at.is_none_or(|started| started < updated)
+    started_at.is_none_or(|started| started.0.as_second() <= updated.0.as_second())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::started_before;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn at(text: &str) -> Time {
+        Time(text.parse().unwrap())
+    }
+
+    /// Found on a real kube-apiserver: a config written at 12:00:05.7 is recorded as 12:00:05, and a
+    /// dogu that started at 12:00:05.2, before the write, was taken for one running the new config.
+    #[test]
+    fn a_start_in_the_second_of_a_write_may_have_preceded_it() {
+        let written = at("2026-01-01T12:00:05Z");
+        assert!(started_before(Some(&at("2026-01-01T12:00:05.2Z")), &written));
+        assert!(started_before(Some(&at("2026-01-01T12:00:05Z")), &written));
+        assert!(started_before(Some(&at("2026-01-01T12:00:04.9Z")), &written));
+        assert!(!started_before(Some(&at("2026-01-01T12:00:06Z")), &written), "a start a second later ran it");
+        assert!(started_before(None, &written), "a dogu that never started");
+    }
 }

@@ -100,6 +100,8 @@ pub async fn run(
     // new one, even if this operator never saw it gone): until its cache shows the write, it is done.
     let mut finished: BTreeMap<String, (String, Time)> = BTreeMap::new();
     let mut component_work: BTreeMap<String, (String, Instant)> = BTreeMap::new();
+    // The version each component (by uid) was installed at by us.
+    let mut installed_components: BTreeMap<String, String> = BTreeMap::new();
     let mut known_dogus: BTreeSet<String> = BTreeSet::new();
     loop {
         // Dogus.
@@ -132,7 +134,8 @@ pub async fn run(
             let config_changed = !installed_version.is_empty()
                 && config_times(&configs, &secrets, name)
                     .into_iter()
-                    .any(|t| status.started_at.as_ref().is_none_or(|s| s < &t));
+                    // Write times are whole seconds: a start in the write's second may have preceded it.
+                    .any(|t| status.started_at.as_ref().is_none_or(|s| s.0.as_second() <= t.0.as_second()));
             let wanted = if installed_version != dogu.spec.version {
                 Some(Work::Install { version: dogu.spec.version.clone() })
             } else if config_changed {
@@ -224,10 +227,19 @@ pub async fn run(
         }
 
         // Components.
+        let component_uids: BTreeSet<String> =
+            components.state().iter().filter_map(|c| c.object()?.metadata.uid.clone()).collect();
+        installed_components.retain(|uid, _| component_uids.contains(uid));
         for component in components.state().iter().filter_map(|c| c.object().cloned()) {
             let name = component.name_any();
+            let uid = component.metadata.uid.clone().unwrap_or_default();
             let status = component.status.clone().unwrap_or_default();
-            if status.installed_version.as_deref() == Some(component.spec.version.as_str()) {
+            // Installed already: as the cache shows, or (the cache lagging behind our own status
+            // write) as we wrote it; taking a lagging cache for new work would mark an installed
+            // component as installing again.
+            if status.installed_version.as_deref() == Some(component.spec.version.as_str())
+                || installed_components.get(&uid) == Some(&component.spec.version)
+            {
                 component_work.remove(&name);
                 continue;
             }
@@ -248,15 +260,15 @@ pub async fn run(
             }
             let delay = if status.installed_version.is_none() { behaviour.install } else { behaviour.upgrade };
             if Instant::now() >= since + delay {
-                let _ = component_api
-                    .patch_status(
-                        &name,
-                        &params,
-                        &Patch::Merge(json!({"status": {"status": "installed", "installedVersion": component.spec.version, "health": "available"}})),
-                    )
-                    .await;
-                component_work.remove(&name);
-                let _ = installed.send((name.clone(), component.spec.version.clone()));
+                let done = json!({"status": {"status": "installed", "installedVersion": component.spec.version, "health": "available"}});
+                if component_api.patch_status(&name, &params, &Patch::Merge(done)).await.is_ok() {
+                    component_work.remove(&name);
+                    installed_components.insert(uid, component.spec.version.clone());
+                    let _ = installed.send((name.clone(), component.spec.version.clone()));
+                } else {
+                    // Tried again after another install's time, not at once.
+                    component_work.insert(name.clone(), (component.spec.version.clone(), Instant::now()));
+                }
             }
         }
 

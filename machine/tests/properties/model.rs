@@ -218,7 +218,9 @@ impl Model {
             let status = dogu.status.get_or_insert_with(Default::default);
             let started = status.started_at.as_ref().map(|t| t.0.as_second() - at(0).0.as_second());
             let stale_config = match (config_updated, started) {
-                (Some(updated), Some(started)) => started < updated,
+                // Whole seconds, as the API server records writes: a start in the write's second
+                // may have preceded it (the operator waits for a later one, see D45).
+                (Some(updated), Some(started)) => started <= updated,
                 (Some(_), None) => true,
                 _ => false,
             };

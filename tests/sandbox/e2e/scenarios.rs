@@ -196,7 +196,8 @@ pub async fn the_operator_upgrades_itself_before_anything_else(on: On) {
     scene.start_controller("0.1.0");
     scene.apply_blueprint(&blueprint(SELF_UPGRADE)).await.unwrap();
     let done = scene.wait_blueprint(completed).await;
-    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+    let own = scene.get("k8s.cloudogu.com/v1", "Component", "k8s-blueprint-operator").await;
+    assert!(done.is_some(), "not completed: {}; rollouts {:?}; {own:#?}", conditions(&scene).await, scene.rollouts);
     assert_eq!(scene.rollouts, ["0.1.0", "0.2.0"]);
     let requests = scene.operator_requests();
     let own = requests

@@ -26,7 +26,7 @@ fn case_96_dogus_must_run_the_wanted_version_and_config() {
 
     let mut stale = up_to_date_scenario();
     stale.dogu_mut("cas").status.as_mut().unwrap().installed_version = Some("3.2.1-2".into());
-    stale.global = present::<String>(&[], Some(time("2025-07-01T00:00:00Z")));
+    stale.global = present::<String>(&[], Some(time("2025-06-15T00:00:00Z")));
     stale.dogu_configs.insert("ldap".into(), present::<String>(&[], Some(time("2025-07-01T00:00:00Z"))));
     let decision = stale.decide();
     assert_eq!(decision.state, State::AwaitingDogus);
@@ -55,7 +55,10 @@ fn case_97_up_to_date_timestamp_rules() {
         s.decide().state
     };
     let t = "2025-06-01T00:00:00Z";
-    assert_eq!(scenario(Some(t), Some(t), Some(t)), State::Completed, "all equal");
+    // Upstream counts a start in the same second as the config write as up to date; write times are
+    // whole seconds, so the start may have preceded the write: we wait for a later start (D45).
+    assert_eq!(scenario(Some(t), Some(t), Some(t)), State::AwaitingDogus, "all equal");
+    assert_eq!(scenario(Some("2025-06-01T00:00:01Z"), Some(t), Some(t)), State::Completed, "a second later");
     assert_eq!(scenario(Some(t), Some("2025-05-01T00:00:00Z"), None), State::Completed, "no dogu config time");
     assert_eq!(scenario(Some(t), None, None), State::Completed, "no times at all");
     assert_eq!(scenario(None, Some(t), None), State::AwaitingDogus, "never started");
