@@ -1,7 +1,10 @@
 //! Publishes the decision's events (events.k8s.io/v1 through kube-runtime's recorder) on the Blueprint.
+//! Each event with a recorder of its own: kube-runtime's recorder folds events of the same reason into
+//! one series (a PATCH of the first, keeping its note), while ours are one per transition already, each
+//! with its own note; so events are only ever created (the Role grants `create` on events, no `patch`).
 
 use kube::Resource;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use blueprint_machine::api::Blueprint;
 use blueprint_machine::decision;
@@ -9,7 +12,12 @@ use blueprint_machine::decision;
 /// Kubernetes limits an event's note to 1 kB.
 const MAX_NOTE_BYTES: usize = 1024;
 
-pub async fn publish(recorder: &Recorder, blueprint: &Blueprint, events: &[decision::Event]) -> usize {
+pub async fn publish(
+    client: &kube::Client,
+    reporter: &Reporter,
+    blueprint: &Blueprint,
+    events: &[decision::Event],
+) -> usize {
     let reference = blueprint.object_ref(&());
     let mut published = 0;
     for event in events {
@@ -23,6 +31,7 @@ pub async fn publish(recorder: &Recorder, blueprint: &Blueprint, events: &[decis
             action: "Reconcile".into(),
             secondary: None,
         };
+        let recorder = Recorder::new(client.clone(), reporter.clone());
         match recorder.publish(&kube_event, &reference).await {
             Ok(()) => published += 1,
             // An event is for humans; failing to record one must not fail the reconcile.

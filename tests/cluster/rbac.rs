@@ -1,9 +1,15 @@
 //! Least privilege, for real: the operator runs as a ServiceAccount bound only to `deploy/rbac.yaml`'s
-//! Role, under the real server's RBAC authorization, through a fresh install, an upgrade (config,
+//! Role, under the real server's RBAC authorization, through a fresh install (with a local dogu
+//! registry ConfigMap it cannot see, so its create meets another writer's), an upgrade (config,
 //! sensitive config from a referenced Secret, an additional mount), the removal of a dogu and a
-//! component, its own upgrade, and two replicas of `run` handing the Lease over. The API server's audit log shows every request it sent: none was
-//! refused (no 403), and every verb the Role grants was used and allowed, so removing any one of
-//! them makes one of those requests fail with 403 (none is spare).
+//! component, its own upgrade, and two replicas of `run` handing the Lease over. The API server's
+//! audit log shows every request it sent: none was refused (no 403), and every verb the Role grants
+//! was used and allowed, so removing any one of them makes one of those requests fail with 403 (none
+//! is spare). The two exceptions are the `get` of a Dogu or Component after a create that finds one
+//! another writer created since the operator's cache was filled: a race the real server cannot be made
+//! to lose on demand, exercised request by request in tests/shell/requests.rs
+//! (`a_create_that_finds_the_object_reads_it_and_accepts_the_same_install`,
+//! `a_component_create_that_finds_the_component_reads_it`).
 
 use std::collections::BTreeSet;
 
@@ -118,9 +124,17 @@ async fn the_operator_needs_every_verb_of_its_role_and_no_other() {
         .create(json!({"apiVersion": "k8s.cloudogu.com/v1", "kind": "Component", "metadata": {"name": "k8s-blueprint-operator"},
             "spec": {"namespace": "k8s", "name": "k8s-blueprint-operator", "version": "0.1.0"}}))
         .await;
+    // A local dogu registry ConfigMap without its labels: the operator's cache (which selects by label)
+    // does not see it, so adding ldap's descriptor meets it (409), reads it (get) and patches it.
+    scene
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dogu-spec-ldap"},
+            "data": {"2.6.7-4": "{\"Name\": \"official/ldap\", \"Version\": \"2.6.7-4\"}"}}))
+        .await;
     scene.start_controller("0.1.0");
     scene.apply_blueprint(&default_blueprint()).await.unwrap();
     assert!(scene.wait_blueprint(completed).await.is_some(), "fresh install: {}", conditions(&scene).await);
+    let ldap = scene.get("v1", "ConfigMap", "dogu-spec-ldap").await.unwrap();
+    assert_eq!(ldap["data"].as_object().unwrap().len(), 2, "the operator added its version to it: {ldap}");
     scene.apply_blueprint(&self_upgrade()).await.unwrap();
     let upgraded = scene.wait_blueprint(|b| b.metadata.generation == Some(2) && completed(b)).await;
     assert!(upgraded.is_some(), "self-upgrade: {}", conditions(&scene).await);
@@ -160,6 +174,12 @@ async fn the_operator_needs_every_verb_of_its_role_and_no_other() {
         }
     }
     assert_eq!(refused, Vec::<String>::new(), "requests the Role does not allow");
-    let spare: Vec<_> = granted().difference(&used).cloned().collect();
+    let race_only: BTreeSet<(String, String, String)> = [("dogus", "get"), ("components", "get")]
+        .into_iter()
+        .map(|(resource, verb)| ("k8s.cloudogu.com".to_owned(), resource.to_owned(), verb.to_owned()))
+        .collect();
+    let spare: Vec<_> = granted().difference(&used).filter(|g| !race_only.contains(g)).cloned().collect();
     assert_eq!(spare, Vec::new(), "granted but never used (spare): used were {used:#?}");
+    let missing: Vec<_> = race_only.difference(&granted()).cloned().collect();
+    assert_eq!(missing, Vec::new(), "the race-only verbs are granted");
 }

@@ -285,3 +285,99 @@ async fn a_reconcile_with_nothing_to_do_sends_no_request_at_all() {
     assert_eq!(outcome.execution.status, StatusWrite::Unchanged);
     assert_eq!(outcome.execution.requeue_after_seconds, None);
 }
+
+/// Two events of the same reason in one decision are two events, each created: kube-runtime's
+/// recorder would fold the second into the first with a PATCH (keeping the first note), which the
+/// Role does not grant (`deploy/rbac.yaml`: events `create` only).
+#[tokio::test]
+async fn events_of_the_same_reason_are_each_created_never_patched() {
+    use blueprint_machine::decision::{Event, EventType};
+    use kube::runtime::events::Reporter;
+
+    let emulator =
+        blueprint_operator::sandbox::api::Emulator::new(std::sync::Arc::new(k8s_openapi::jiff::Timestamp::now));
+    let client = emulator.client("ecosystem");
+    let mut blueprint: Blueprint = crate::sandbox::e2e::default_blueprint();
+    blueprint.metadata.uid = Some("5b2f2a3e-1d7c-4a8e-9a55-3f3c8c1e2d11".into());
+    let failed = |message: &str| Event {
+        type_: EventType::Warning,
+        reason: "ExecutionFailed".into(),
+        message: message.into(),
+        stage: None,
+    };
+    let reporter = Reporter { controller: "k8s-blueprint-operator".into(), instance: None };
+    let published = blueprint_operator::publish::publish(
+        &client,
+        &reporter,
+        &blueprint,
+        &[failed("dogus/cas: refused"), failed("dogus/ldap: refused")],
+    )
+    .await;
+    assert_eq!(published, 2);
+    let writes: Vec<String> = emulator
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/events") && r.method != "GET")
+        .map(|r| r.method.clone())
+        .collect();
+    assert_eq!(writes, ["POST", "POST"]);
+    let notes: Vec<Value> = emulator.list("events.k8s.io/v1", "Event").iter().map(|e| e["note"].clone()).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+}
+
+/// A create that meets an object another writer created since the operator's cache was filled
+/// (409 AlreadyExists): the operator reads it (`get`, granted for this race only) and accepts it when
+/// it installs the same, else reports a conflict (retried on the next reconcile).
+#[tokio::test]
+async fn a_create_that_finds_the_object_reads_it_and_accepts_the_same_install() {
+    let existing = |version: &'static str| {
+        move |blueprint: &Blueprint| -> Responder {
+            let blueprint = blueprint.clone();
+            Box::new(move |r: &Recorded| match (r.method.as_str(), r.path.as_str()) {
+                ("POST", DOGU_PATH) => (409, status(409, "AlreadyExists")),
+                ("GET", path) if path == format!("{DOGU_PATH}/nexus") => {
+                    let mut dogu = serde_json::to_value(dogu_cr("official/nexus", version)).unwrap();
+                    dogu["metadata"]["namespace"] = json!("ecosystem");
+                    (200, dogu)
+                }
+                _ => default_answer(&blueprint, r),
+            })
+        }
+    };
+    let harness = install_nexus();
+    let (outcome, requests) = harness.reconcile(existing("3.2.1-1")(&harness.blueprint)).await;
+    let dogu_requests: Vec<String> = lines(&requests).into_iter().filter(|l| l.contains("/dogus")).collect();
+    assert_eq!(dogu_requests, [format!("POST {DOGU_PATH}"), format!("GET {DOGU_PATH}/nexus")]);
+    assert_eq!(outcome.execution.failure, None, "the same install is accepted");
+
+    let harness = install_nexus();
+    let (outcome, _) = harness.reconcile(existing("3.1.0-1")(&harness.blueprint)).await;
+    let failure = outcome.execution.failure.expect("another version is not the same install");
+    assert_eq!(failure.kind, FailureKind::Conflict);
+    assert!(failure.message.contains("dogus/nexus already exists and differs"), "{}", failure.message);
+}
+
+/// The same for a component (the same code path, a second kind and a second `get` of the Role).
+#[tokio::test]
+async fn a_component_create_that_finds_the_component_reads_it() {
+    let harness =
+        Harness::new("{displayName: x, blueprint: {components: [{name: k8s/k8s-dogu-operator, version: 3.1.0}]}}");
+    let blueprint = harness.blueprint.clone();
+    let (outcome, requests) = harness
+        .reconcile(Box::new(move |r: &Recorded| match (r.method.as_str(), r.path.as_str()) {
+            ("POST", COMPONENT_PATH) => (409, status(409, "AlreadyExists")),
+            ("GET", path) if path == format!("{COMPONENT_PATH}/k8s-dogu-operator") => {
+                let mut component = serde_json::to_value(component_cr("k8s/k8s-dogu-operator", "3.1.0")).unwrap();
+                component["metadata"]["namespace"] = json!("ecosystem");
+                (200, component)
+            }
+            _ => default_answer(&blueprint, r),
+        }))
+        .await;
+    let component_requests: Vec<String> = lines(&requests).into_iter().filter(|l| l.contains("/components")).collect();
+    assert_eq!(
+        component_requests,
+        [format!("POST {COMPONENT_PATH}"), format!("GET {COMPONENT_PATH}/k8s-dogu-operator")]
+    );
+    assert_eq!(outcome.execution.failure, None, "the same install is accepted");
+}
