@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox record-corpus build kube
+.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox bench-sandbox-real record-corpus build kube
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -67,6 +67,10 @@ bench:
 ## time to Completed=True and peak memory for a 30- and a 1,000-dogu blueprint (prints a table)
 bench-sandbox:
 	$(CARGO) bench --locked --bench sandbox
+
+## bench-sandbox-real: the same against a real kube-apiserver with etcd (make kube)
+bench-sandbox-real: kube
+	SANDBOX_BENCH_SERVER=kube-apiserver $(CARGO) bench --locked --bench sandbox
 
 ## record-corpus: re-record the replay corpus (tests/replay/) from the sandbox scenarios, on purpose:
 ## after a deliberate change of behaviour, or of the journal format

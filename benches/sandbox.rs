@@ -7,6 +7,10 @@
 //! (each triggered by a label change on a Dogu CR, which the controller watches), and the child's peak
 //! RSS (`VmHWM`).
 //!
+//! `SANDBOX_BENCH_SERVER=kube-apiserver` (`make bench-sandbox-real`) runs the same against a real
+//! kube-apiserver with etcd (`make kube`; one control plane, a namespace per size), the operator
+//! connecting over HTTPS with a token.
+//!
 //! For looking into a number: `SANDBOX_BENCH_DOGUS=N` measures one size only, `SANDBOX_BENCH_SIZES=1`
 //! prints the size of what the cluster holds and the operator's memory counters, and
 //! `SANDBOX_BENCH_WRAP=heaptrack` runs the operator under a profiler. `MALLOC_*` and `MIMALLOC_*`
@@ -19,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use blueprint_machine::api::Blueprint;
 use blueprint_operator::metrics;
+use blueprint_operator::sandbox::control_plane;
 use blueprint_operator::sandbox::ecosystem::Behaviour;
-use blueprint_operator::sandbox::session::{REGISTRY_CREDENTIALS, Sandbox, SandboxOptions, Transport};
+use blueprint_operator::sandbox::session::{Backend, REGISTRY_CREDENTIALS, Sandbox, SandboxOptions, Transport};
 use serde_json::json;
 
-const NAMESPACE: &str = "ecosystem";
 const KEYS_PER_DOGU: usize = 5;
 const DEBOUNCE: &str = "10ms";
 
@@ -75,34 +79,48 @@ async fn measure(case: &Case) -> Row {
         rolling_restarts: true,
         ..Behaviour::default()
     };
-    let options = SandboxOptions { behaviour, ..SandboxOptions::default() };
-    let mut sandbox = Sandbox::start(options, Some(([127, 0, 0, 1], 0).into())).await.expect("the sandbox starts");
+    let real = std::env::var("SANDBOX_BENCH_SERVER").is_ok_and(|server| server == "kube-apiserver");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut sandbox = if real {
+        let plane = control_plane::shared();
+        let namespace = plane.namespace("bench");
+        let admin = Box::new(plane.admin_config(&namespace).await);
+        let backend = Backend::KubeApiserver { admin, operator: None };
+        std::fs::write(&kubeconfig, plane.kubeconfig_text("admin", &plane.token, &namespace)).unwrap();
+        let options = SandboxOptions { behaviour, backend, namespace, ..SandboxOptions::default() };
+        Sandbox::start(options, None).await.expect("the sandbox starts")
+    } else {
+        let options = SandboxOptions { behaviour, ..SandboxOptions::default() };
+        let sandbox = Sandbox::start(options, Some(([127, 0, 0, 1], 0).into())).await.expect("the sandbox starts");
+        let Transport::Http(api) = sandbox.transport() else { unreachable!("served over HTTP") };
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters: [{{name: sandbox, cluster: {{server: 'http://{api}'}}}}]\n\
+                 users: [{{name: sandbox, user: {{}}}}]\n\
+                 contexts: [{{name: sandbox, context: {{cluster: sandbox, user: sandbox, namespace: {}}}}}]\n\
+                 current-context: sandbox\n",
+                sandbox.namespace
+            ),
+        )
+        .unwrap();
+        sandbox
+    };
     // The operator runs as its own process: only the simulated operators run here.
     sandbox.start_ecosystem();
-    let Transport::Http(api) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let namespace = sandbox.namespace.clone();
     for i in 0..case.dogus {
         let descriptor = json!({"Name": format!("official/dogu{i:04}"), "Version": "1.0.0-1", "Dependencies": []});
         sandbox.registry.add(&descriptor.to_string()).expect("a valid descriptor");
     }
 
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: sandbox, cluster: {{server: 'http://{api}'}}}}]\n\
-             users: [{{name: sandbox, user: {{}}}}]\n\
-             contexts: [{{name: sandbox, context: {{cluster: sandbox, user: sandbox, namespace: {NAMESPACE}}}}}]\n\
-             current-context: sandbox\n"
-        ),
-    )
-    .unwrap();
     let (metrics_port, health_port) = (free_port(), free_port());
     let operator = Operator(
         wrapped(env!("CARGO_BIN_EXE_blueprint-operator"))
             .arg("run")
             .env("KUBECONFIG", &kubeconfig)
-            .env("NAMESPACE", NAMESPACE)
+            .env("NAMESPACE", &namespace)
             .env("LEADER_ELECT", "false")
             .env("DEBOUNCE_WINDOW", DEBOUNCE)
             .env("LOG_LEVEL", "warn")
@@ -128,13 +146,13 @@ async fn measure(case: &Case) -> Row {
     // Fresh install.
     let before = scrape(&metrics_url).await;
     let started = Instant::now();
-    sandbox.apply_blueprint(&blueprint(case.dogus)).await.expect("the blueprint is accepted");
+    sandbox.apply_blueprint(&blueprint(case.dogus, &namespace)).await.expect("the blueprint is accepted");
     wait_for(Duration::from_secs(300), "Completed=True", || async {
         sandbox.condition("bench", "Completed").await.is_some_and(|(status, _)| status == "True")
     })
     .await;
     let install_wall = started.elapsed();
-    if std::env::var("SANDBOX_BENCH_SIZES").is_ok() {
+    if std::env::var("SANDBOX_BENCH_SIZES").is_ok() && !real {
         for (api, kind) in [
             ("k8s.cloudogu.com/v2", "Blueprint"),
             ("k8s.cloudogu.com/v2", "Dogu"),
@@ -160,10 +178,11 @@ async fn measure(case: &Case) -> Row {
     for round in 0..case.steady_reconciles {
         let dogu = format!("dogu{:04}", round as usize % case.dogus);
         sandbox
-            .emulator()
-            .edit("k8s.cloudogu.com/v2", "Dogu", NAMESPACE, &dogu, |object| {
+            .cluster
+            .edit("k8s.cloudogu.com/v2", "Dogu", &namespace, &dogu, |object| {
                 object["metadata"]["labels"]["bench.example.com/touch"] = json!(round.to_string());
             })
+            .await
             .expect("the Dogu CR exists");
         let target = done + 1.0;
         wait_for(Duration::from_secs(30), "a steady reconcile", || async {
@@ -204,7 +223,7 @@ async fn measure(case: &Case) -> Row {
     }
 }
 
-fn blueprint(dogus: usize) -> Blueprint {
+fn blueprint(dogus: usize, namespace: &str) -> Blueprint {
     let entries: Vec<_> =
         (0..dogus).map(|i| json!({"name": format!("official/dogu{i:04}"), "version": "1.0.0-1"})).collect();
     let config: BTreeMap<String, Vec<serde_json::Value>> = (0..dogus)
@@ -218,7 +237,7 @@ fn blueprint(dogus: usize) -> Blueprint {
     serde_json::from_value(json!({
         "apiVersion": "k8s.cloudogu.com/v2",
         "kind": "Blueprint",
-        "metadata": {"name": "bench", "namespace": NAMESPACE},
+        "metadata": {"name": "bench", "namespace": namespace},
         "spec": {"displayName": "bench", "blueprint": {"dogus": entries, "config": {"dogus": config}}}
     }))
     .unwrap()
@@ -349,7 +368,13 @@ fn print_table(rows: &[Row]) {
     let verbs = |map: &BTreeMap<String, f64>, digits: usize| {
         map.iter().filter(|(_, n)| **n > 0.0).map(|(v, n)| format!("{v} {n:.digits$}")).collect::<Vec<_>>().join(", ")
     };
-    println!("\nblueprint-operator in the sandbox (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE})\n");
+    let server = match std::env::var("SANDBOX_BENCH_SERVER") {
+        Ok(server) if server == "kube-apiserver" => "a real kube-apiserver with etcd",
+        _ => "the API emulator",
+    };
+    println!(
+        "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE})\n"
+    );
     println!("| | {} |", rows.iter().map(|r| format!("{} dogus", r.dogus)).collect::<Vec<_>>().join(" | "));
     println!("|---|{}", "---|".repeat(rows.len()));
     let line = |name: &str, cell: &dyn Fn(&Row) -> String| {

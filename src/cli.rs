@@ -69,8 +69,13 @@ pub enum Command {
         #[arg(long)]
         descriptors: Option<PathBuf>,
         /// Keep serving the API on this address after the blueprint completed (for kubectl).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "kube_apiserver")]
         serve: Option<std::net::SocketAddr>,
+        /// Run on a real kube-apiserver with etcd instead of the embedded emulator: started on loopback
+        /// from `make kube`'s binaries (target/kube/bin, or KUBE_BIN), with the CRDs installed; it keeps
+        /// running after the blueprint completed (for kubectl, with the printed KUBECONFIG) until Ctrl-C.
+        #[arg(long)]
+        kube_apiserver: bool,
         /// Give up after this long (500ms, 30s, 2m).
         #[arg(long, default_value = "60s", value_parser = crate::config::parse_duration)]
         timeout: std::time::Duration,
@@ -147,7 +152,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Sandbox { blueprint, cluster, descriptors, serve, timeout, journal } => {
+        Command::Sandbox { blueprint, cluster, descriptors, serve, kube_apiserver, timeout, journal } => {
             let runtime =
                 tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
             let args = crate::sandbox::command::SandboxArgs {
@@ -155,6 +160,7 @@ pub fn main() -> ExitCode {
                 cluster,
                 descriptors,
                 serve,
+                kube_apiserver,
                 timeout,
                 journal: journal.settings(),
             };

@@ -20,8 +20,16 @@ pub struct SandboxArgs {
     pub cluster: Option<PathBuf>,
     pub descriptors: Option<PathBuf>,
     pub serve: Option<SocketAddr>,
+    /// On a real kube-apiserver (`make kube`) instead of the emulator.
+    pub kube_apiserver: bool,
     pub timeout: Duration,
     pub journal: Option<JournalSettings>,
+}
+
+/// Where the sandbox's cluster is served.
+enum Server {
+    Emulator(SocketAddr),
+    KubeApiserver { url: String, kubeconfig: PathBuf, kubectl: PathBuf },
 }
 
 /// How the run ended.
@@ -44,6 +52,8 @@ pub enum SandboxError {
     Unnamed,
     #[error("cannot start the sandbox: {0}")]
     Start(std::io::Error),
+    #[error("cannot start the real control plane: {0}")]
+    ControlPlane(String),
     #[error("cannot apply the blueprint: {0}")]
     Apply(String),
 }
@@ -81,16 +91,39 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
     };
     let version = options.operator_version.clone();
     let serve = args.serve.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    let mut sandbox = Sandbox::start(options, Some(serve)).await.map_err(SandboxError::Start)?;
-    let address = match sandbox.transport() {
-        super::session::Transport::Http(address) => address,
-        super::session::Transport::InProcess => serve,
+    let (mut sandbox, server) = if args.kube_apiserver {
+        let plane = super::control_plane::start_shared().map_err(SandboxError::ControlPlane)?;
+        plane.kubectl(&["create", "namespace", &options.namespace]).map_err(SandboxError::ControlPlane)?;
+        let admin = plane.admin_config(&options.namespace).await;
+        let options = SandboxOptions {
+            backend: super::session::Backend::KubeApiserver { admin: Box::new(admin), operator: None },
+            ..options
+        };
+        let sandbox = Sandbox::start(options, None).await.map_err(SandboxError::Start)?;
+        let kubectl = plane.bin.join("kubectl");
+        (sandbox, Server::KubeApiserver { url: plane.server.clone(), kubeconfig: plane.kubeconfig.clone(), kubectl })
+    } else {
+        let sandbox = Sandbox::start(options, Some(serve)).await.map_err(SandboxError::Start)?;
+        let address = match sandbox.transport() {
+            super::session::Transport::Http(address) => address,
+            super::session::Transport::InProcess => serve,
+        };
+        (sandbox, Server::Emulator(address))
     };
     seed::cluster(&sandbox.cluster, &sandbox.namespace, &cluster).await?;
     seed::registry(&sandbox.cluster, &sandbox.registry, &sandbox.namespace, &descriptors)
         .await
         .map_err(|e| seed::SeedError::Refused(e.message))?;
-    println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace);
+    match &server {
+        Server::Emulator(address) => {
+            println!("sandbox: API server on http://{address}, namespace {:?}", sandbox.namespace)
+        }
+        Server::KubeApiserver { url, kubeconfig, .. } => println!(
+            "sandbox: kube-apiserver with etcd on {url} (KUBECONFIG={}), namespace {:?}",
+            kubeconfig.display(),
+            sandbox.namespace
+        ),
+    }
     println!(
         "sandbox: {} objects seeded; dogu registry with {} descriptors on {}",
         cluster.len(),
@@ -98,7 +131,13 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
         sandbox.registry_endpoint()
     );
     sandbox.start_controller(&version);
-    println!("sandbox: operator {version} started (the controller of `run`, over HTTP)");
+    println!(
+        "sandbox: operator {version} started (the controller of `run`, over HTTP{})",
+        match server {
+            Server::Emulator(_) => "",
+            Server::KubeApiserver { .. } => "S",
+        }
+    );
 
     let started = Instant::now();
     sandbox.apply_blueprint(&blueprint).await.map_err(|e| SandboxError::Apply(e.message))?;
@@ -125,12 +164,20 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
             1
         }
     };
-    if args.serve.is_some() {
+    let kubectl = match &server {
+        _ if args.serve.is_none() && !args.kube_apiserver => None,
+        Server::Emulator(address) => Some(format!("kubectl --server http://{address}")),
+        Server::KubeApiserver { kubeconfig, kubectl, .. } => {
+            Some(format!("KUBECONFIG={} {}", kubeconfig.display(), kubectl.display()))
+        }
+    };
+    if let Some(kubectl) = kubectl {
         println!("\nThe sandbox keeps running. Try:");
-        println!("  kubectl --server http://{address} -n {} get bp,dogus,components", sandbox.namespace);
-        println!("  kubectl --server http://{address} -n {} describe bp {name}", sandbox.namespace);
+        println!("  {kubectl} -n {} get bp,dogus,components", sandbox.namespace);
+        println!("  {kubectl} -n {} describe bp {name}", sandbox.namespace);
         println!(
-            "  kubectl --server http://{address} apply -f examples/invalid/downgrade.yaml   # change the blueprint"
+            "  {kubectl} -n {} apply -f examples/invalid/downgrade.yaml   # change the blueprint",
+            sandbox.namespace
         );
         println!("Stop with Ctrl-C.");
         loop {

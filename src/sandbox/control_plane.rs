@@ -47,6 +47,14 @@ pub fn bin_dir() -> PathBuf {
 
 /// The control plane of this test process, started at the first call.
 pub fn shared() -> &'static ControlPlane {
+    match start_shared() {
+        Ok(plane) => plane,
+        Err(problem) => panic!("the real control plane did not start: {problem}"),
+    }
+}
+
+/// The control plane of this process, started at the first call; or why it could not start.
+pub fn start_shared() -> Result<&'static ControlPlane, String> {
     static PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
     let plane = PLANE.get_or_init(|| {
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -62,10 +70,7 @@ pub fn shared() -> &'static ControlPlane {
             .expect("a thread starts");
         receiver.recv().unwrap_or_else(|_| Err("the control plane thread ended".into()))
     });
-    match plane {
-        Ok(plane) => plane,
-        Err(problem) => panic!("the real control plane did not start: {problem}"),
-    }
+    plane.as_ref().map_err(Clone::clone)
 }
 
 fn start() -> Result<ControlPlane, String> {
