@@ -76,7 +76,7 @@ bench-sandbox-real: kube
 ## after a deliberate change of behaviour, or of the journal format
 record-corpus:
 	rm -f tests/replay/*.jsonl
-	RECORD_CORPUS=1 $(CARGO) test --locked --test main sandbox::e2e
+	RECORD_CORPUS=1 $(CARGO) test --locked --test main -- sandbox::e2e::on_the_emulator sandbox::e2e::faults
 	$(CARGO) run --quiet --locked -- replay tests/replay/*.jsonl
 
 build:

@@ -143,7 +143,11 @@ pub async fn run(
             } else {
                 None
             };
-            match (wanted, paused) {
+            // Paused: nothing new starts; what already began (a pod already restarting, an upgrade
+            // already rolled out) runs to its end, as it does in a cluster. The pause can reach this
+            // operator's cache after the config write it was meant to precede.
+            let in_progress = wanted.as_ref().is_some_and(|w| dogu_work.get(name).is_some_and(|(begun, _)| begun == w));
+            match (wanted, paused && !in_progress) {
                 (None, _) => {
                     dogu_work.remove(name);
                     if status.health.as_deref() != Some(health_of(&behaviour, name)) && !installed_version.is_empty() {

@@ -15,7 +15,7 @@ use blueprint_operator::sandbox::seed;
 use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions};
 use serde_json::Value;
 
-/// The scenarios of `tests/sandbox/e2e.rs` recorded by `make record-corpus` (every file in
+/// The scenarios of `tests/sandbox/e2e/` (their emulator runs) recorded by `make record-corpus` (every file in
 /// `tests/replay/` is replayed; these must be among them).
 const SCENARIOS: [&str; 14] = [
     "fresh-install",
