@@ -1,0 +1,263 @@
+//! The state diff: what differs between the effective blueprint and the cluster, per dogu, component
+//! and config key. It is an "as is" description: forbidden actions are listed too (and then make the
+//! blueprint not executable).
+
+mod actions;
+mod status;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::api;
+use crate::config_format;
+use crate::model::{Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
+use crate::observation::{ConfigObservation, Observation, SecretDigest};
+use crate::problem::Problem;
+use crate::validation::EffectiveBlueprint;
+
+pub(crate) use actions::{ComponentAction, ConfigAction, DoguAction};
+use actions::{component_actions, dogu_actions, expected_deploy_config};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DoguChange<'a> {
+    pub target: &'a TargetDogu,
+    pub installed: Option<&'a InstalledDogu<'a>>,
+    pub actions: Vec<DoguAction>,
+}
+
+impl DoguChange<'_> {
+    pub fn name(&self) -> &str {
+        &self.target.name.simple
+    }
+
+    pub fn has(&self, action: DoguAction) -> bool {
+        self.actions.contains(&action)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentChange<'a> {
+    pub target: &'a TargetComponent<'a>,
+    pub installed: Option<&'a InstalledComponent<'a>>,
+    pub actions: Vec<ComponentAction>,
+}
+
+impl ComponentChange<'_> {
+    pub fn name(&self) -> &str {
+        &self.target.name.simple
+    }
+
+    /// The deploy config as it belongs on the CR: only the applied keys, without empty values.
+    pub fn expected_deploy_config(&self) -> Map<String, Value> {
+        expected_deploy_config(self.target)
+    }
+}
+
+/// A key of the global or a dogu's normal config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigChange {
+    pub key: String,
+    pub action: ConfigAction,
+    pub actual: Option<String>,
+    /// The wanted value (`None` for removals).
+    pub expected: Option<String>,
+}
+
+/// A key of a dogu's sensitive config; values are never known here, only whether they match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SensitiveChange {
+    pub key: String,
+    pub action: ConfigAction,
+    pub actual_exists: bool,
+    /// Where the wanted value comes from (for `set`).
+    pub source: Option<api::SecretReference>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Diff<'a> {
+    /// Sorted by dogu name.
+    pub dogus: Vec<DoguChange<'a>>,
+    /// Sorted by component name.
+    pub components: Vec<ComponentChange<'a>>,
+    /// In blueprint order.
+    pub global: Vec<ConfigChange>,
+    pub dogu_config: BTreeMap<String, Vec<ConfigChange>>,
+    pub sensitive_config: BTreeMap<String, Vec<SensitiveChange>>,
+}
+
+impl<'a> Diff<'a> {
+    pub fn is_empty(&self) -> bool {
+        self.dogus.is_empty() && self.components.is_empty() && !self.has_config_changes()
+    }
+
+    pub fn has_config_changes(&self) -> bool {
+        !self.global.is_empty() || !self.dogu_config.is_empty() || !self.sensitive_config.is_empty()
+    }
+
+    /// Whether the dogu's own config (normal or sensitive) or the global config changes.
+    pub fn config_changes_for(&self, dogu: &str) -> bool {
+        !self.global.is_empty() || self.dogu_config.contains_key(dogu) || self.sensitive_config.contains_key(dogu)
+    }
+
+    pub fn dogu(&self, name: &str) -> Option<&DoguChange<'a>> {
+        // `compute` sorts the dogu changes by name.
+        self.dogus.binary_search_by(|d| d.name().cmp(name)).ok().map(|i| &self.dogus[i])
+    }
+
+    pub fn component(&self, name: &str) -> Option<&ComponentChange<'a>> {
+        self.components.iter().find(|c| c.name() == name)
+    }
+}
+
+/// Sensitive values the blueprint references, resolved to digests, by `(dogu, key)`.
+pub(crate) type ResolvedSecrets<'a> = BTreeMap<(&'a str, &'a str), &'a SecretDigest>;
+
+/// Computes the diff. Objects the blueprint concerns that cannot be read are returned as problems and
+/// left out of the diff.
+pub(crate) fn compute<'a>(
+    effective: &'a EffectiveBlueprint<'a>,
+    installed: &'a Installed<'a>,
+    observation: &Observation,
+    resolved: &ResolvedSecrets<'_>,
+) -> (Diff<'a>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut diff = Diff::default();
+
+    for target in &effective.dogus {
+        let name = &target.name.simple;
+        if let Some(problem) = installed.unreadable_dogus.get(name.as_str()) {
+            problems.push(problem.clone());
+            continue;
+        }
+        let installed = installed.dogus.get(name.as_str());
+        let actions = dogu_actions(target, installed);
+        if !actions.is_empty() {
+            diff.dogus.push(DoguChange { target, installed, actions });
+        }
+    }
+    diff.dogus.sort_by(|a, b| a.name().cmp(b.name()));
+
+    for target in &effective.components {
+        let name = &target.name.simple;
+        if let Some(problem) = installed.unreadable_components.get(name.as_str()) {
+            problems.push(problem.clone());
+            continue;
+        }
+        let installed = installed.components.get(name.as_str());
+        let actions = component_actions(target, installed);
+        if !actions.is_empty() {
+            diff.components.push(ComponentChange { target, installed, actions });
+        }
+    }
+    diff.components.sort_by(|a, b| a.name().cmp(b.name()));
+
+    let config = &effective.config;
+    if !config.global.is_empty() {
+        match readable(&observation.global_config, || "global config".into()) {
+            Ok(actual) => diff.global = value_changes(config.global.iter(), actual),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    for (dogu, entries) in &config.dogus {
+        let dogu = *dogu;
+        let mut normal = entries.iter().filter(|e| !e.sensitive).peekable();
+        if normal.peek().is_some() {
+            let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
+            match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
+                Ok(actual) => {
+                    let changes = value_changes(normal, actual);
+                    if !changes.is_empty() {
+                        diff.dogu_config.insert(dogu.to_owned(), changes);
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        let sensitive = entries.iter().filter(|e| e.sensitive);
+        if entries.iter().any(|e| e.sensitive) {
+            let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
+            match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
+                Ok(actual) => {
+                    let mut changes = Vec::new();
+                    for entry in sensitive {
+                        let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
+                        let current = actual.and_then(|a| a.get(key));
+                        if entry.absent {
+                            if current.is_some() {
+                                changes.push(SensitiveChange {
+                                    key: entry.key.to_owned(),
+                                    action: ConfigAction::Remove,
+                                    actual_exists: true,
+                                    source: None,
+                                });
+                            }
+                            continue;
+                        }
+                        // Unresolved references make the blueprint not executable; they are left out here.
+                        let Some(wanted) = resolved.get(&(dogu, entry.key)) else {
+                            continue;
+                        };
+                        if current != Some(*wanted) {
+                            changes.push(SensitiveChange {
+                                key: entry.key.to_owned(),
+                                action: ConfigAction::Set,
+                                actual_exists: current.is_some(),
+                                source: entry.secret_ref.cloned(),
+                            });
+                        }
+                    }
+                    if !changes.is_empty() {
+                        diff.sensitive_config.insert(dogu.to_owned(), changes);
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+    }
+    (diff, problems)
+}
+
+/// The entries of a config object, or why they cannot be read. A missing object is an empty config.
+/// (`what` names the object only when it is needed: formatting it for every dogu was measurable.)
+fn readable<V>(
+    store: &ConfigObservation<V>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<&BTreeMap<String, V>>, Problem> {
+    match store {
+        ConfigObservation::Missing => Ok(None),
+        ConfigObservation::Present { entries, .. } => Ok(Some(entries)),
+        ConfigObservation::Malformed { reason, .. } => {
+            Err(Problem::new(format!("cannot read the {}: {reason}", what())))
+        }
+    }
+}
+
+fn value_changes<'e, 'a: 'e>(
+    entries: impl Iterator<Item = &'e crate::model::ConfigEntry<'a>>,
+    actual: Option<&BTreeMap<String, String>>,
+) -> Vec<ConfigChange> {
+    let mut changes = Vec::new();
+    for entry in entries {
+        let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
+        let current = actual.and_then(|a| a.get(key));
+        if entry.absent {
+            if let Some(current) = current {
+                changes.push(ConfigChange {
+                    key: entry.key.to_owned(),
+                    action: ConfigAction::Remove,
+                    actual: Some(current.clone()),
+                    expected: None,
+                });
+            }
+        } else if current.map(String::as_str) != entry.value {
+            changes.push(ConfigChange {
+                key: entry.key.to_owned(),
+                action: ConfigAction::Set,
+                actual: current.cloned(),
+                expected: entry.value.map(str::to_owned),
+            });
+        }
+    }
+    changes
+}
