@@ -123,7 +123,7 @@ async fn measure(case: &Case) -> Row {
             .env("NAMESPACE", &namespace)
             .env("LEADER_ELECT", "false")
             .env("DEBOUNCE_WINDOW", DEBOUNCE)
-            .env("LOG_LEVEL", "warn")
+            .env("LOG_LEVEL", std::env::var("SANDBOX_BENCH_LOG_LEVEL").unwrap_or_else(|_| "warn".into()))
             .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{metrics_port}"))
             .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health_port}"))
             .env("DOGU_REGISTRY_ENDPOINT", sandbox.registry_endpoint())
@@ -131,7 +131,12 @@ async fn measure(case: &Case) -> Row {
             .env("DOGU_REGISTRY_PASSWORD", REGISTRY_CREDENTIALS.1)
             // Allocator settings reach the operator (to compare them).
             .envs(std::env::vars().filter(|(name, _)| name.starts_with("MALLOC_") || name.starts_with("MIMALLOC_")))
-            .stdout(Stdio::null())
+            // Its log (on stdout) only when a log level was asked for.
+            .stdout(if std::env::var_os("SANDBOX_BENCH_LOG_LEVEL").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the operator binary starts"),

@@ -1,13 +1,19 @@
 //! The controller's caches: one reflector store per watched kind, objects decoded one by one
 //! ([`Decoded`]) and slimmed before they are kept.
 
+use std::sync::Arc;
+
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use tokio::sync::watch;
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 
+use crate::controller::triggers::Events;
 use crate::observe::decoded::Decoded;
 
 /// The caches a reconcile observes.
@@ -24,6 +30,56 @@ pub struct Stores {
     pub sensitive_configs: Store<Decoded<Secret>>,
     /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
+    /// Which of them have listed their objects.
+    pub filled: Filled,
+}
+
+/// How many caches there are: each marks one bit of [`Filled`].
+pub const CACHES: u32 = 7;
+
+/// Which caches have listed their objects, marked by their watch streams on `InitDone` and awaited
+/// through a watch channel, which any number of tasks may wait on. (kube-runtime's
+/// `Store::wait_until_ready` keeps one waker per store: with the readiness probe, a reconcile and
+/// the controller all waiting on one store, a waiter could be forgotten and the probe never turned
+/// ready. Seen on a real kube-apiserver, at an operator's start right after the API server's.)
+#[derive(Clone)]
+pub struct Filled(watch::Receiver<u32>);
+
+/// The marking side of [`Filled`], one per set of caches; its streams hold it.
+#[derive(Clone)]
+pub struct Filling(Arc<watch::Sender<u32>>);
+
+impl Filled {
+    /// A fresh set of caches, none of them filled yet.
+    pub fn new() -> (Filling, Filled) {
+        let (sender, receiver) = watch::channel(0);
+        (Filling(Arc::new(sender)), Filled(receiver))
+    }
+
+    /// Caches filled already (tests, snapshots).
+    pub fn already() -> Filled {
+        let (filling, filled) = Filled::new();
+        filling.0.send_replace((1 << CACHES) - 1);
+        filled
+    }
+}
+
+impl Filling {
+    /// `events` marking cache number `index` as filled at each `InitDone` (again after a relist).
+    pub fn track<K: Send + 'static>(&self, index: u32, events: Events<K>) -> Events<K> {
+        let sender = self.0.clone();
+        events
+            .inspect(move |event| {
+                if matches!(event, Ok(watcher::Event::InitDone)) {
+                    sender.send_if_modified(|mask| {
+                        let before = *mask;
+                        *mask |= 1 << index;
+                        *mask != before
+                    });
+                }
+            })
+            .boxed()
+    }
 }
 
 /// A cache stopped before it was filled (its watch ended).
@@ -36,16 +92,9 @@ impl Stores {
     /// start reconciles before the other caches are filled, and deciding on an empty cache of Dogus
     /// would mean deciding on a cluster without them.
     pub async fn ready(&self) -> Result<(), CachesStopped> {
-        let result = futures::try_join!(
-            self.blueprints.wait_until_ready(),
-            self.dogus.wait_until_ready(),
-            self.components.wait_until_ready(),
-            self.config_maps.wait_until_ready(),
-            self.health_config.wait_until_ready(),
-            self.sensitive_configs.wait_until_ready(),
-            self.secret_metadata.wait_until_ready(),
-        );
-        result.map(|_| ()).map_err(|_| CachesStopped)
+        let mut filled = self.filled.0.clone();
+        let all = (1 << CACHES) - 1;
+        filled.wait_for(|mask| *mask == all).await.map(drop).map_err(|_| CachesStopped)
     }
 }
 
@@ -56,4 +105,65 @@ pub fn slim(meta: &mut ObjectMeta) {
     let newest = entries.iter().filter_map(|entry| entry.time.clone()).max();
     *entries =
         newest.map(|time| vec![ManagedFieldsEntry { time: Some(time), ..Default::default() }]).unwrap_or_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use kube::runtime::{reflector, watcher};
+
+    use super::*;
+
+    fn empty<K>() -> Store<K>
+    where
+        K: kube::Resource + Clone + 'static,
+        K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+    {
+        reflector::store().0
+    }
+
+    /// The finding: the readiness probe, a reconcile and the controller each waited on the caches, and
+    /// kube-runtime's store readiness wakes only the last waiter of a store: the probe stayed
+    /// "caches not synced" for good. Here three waiters are registered before the caches fill, and each
+    /// must see them filled.
+    #[tokio::test(start_paused = true)]
+    async fn every_waiter_sees_the_caches_filled() {
+        let (filling, filled) = Filled::new();
+        let stores = Stores {
+            blueprints: empty(),
+            dogus: empty(),
+            components: empty(),
+            config_maps: empty(),
+            health_config: empty(),
+            sensitive_configs: empty(),
+            secret_metadata: empty(),
+            filled,
+        };
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let stores = stores.clone();
+                tokio::spawn(async move { stores.ready().await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        for index in 0..CACHES {
+            let events: Events<ConfigMap> = futures::stream::iter([Ok(watcher::Event::InitDone)]).boxed();
+            let _ = filling.track(index, events).collect::<Vec<_>>().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for waiter in waiters {
+            let filled = tokio::time::timeout(Duration::from_secs(1), waiter).await;
+            assert!(matches!(filled, Ok(Ok(Ok(())))), "a waiter was left waiting");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn caches_whose_streams_ended_unfilled_are_an_error() {
+        let (filling, filled) = Filled::new();
+        drop(filling);
+        let mut receiver = filled.0.clone();
+        assert!(receiver.wait_for(|mask| *mask == (1 << CACHES) - 1).await.is_err());
+    }
 }

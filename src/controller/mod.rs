@@ -29,7 +29,7 @@ pub use debounce::Debounce;
 use debounce::Debounced;
 use triggers::{Events, Targets};
 
-use crate::caches::{Stores, slim};
+use crate::caches::{Filled, Stores, slim};
 use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 use crate::journal::{JournalWriter, Record};
 use crate::metrics::Metrics;
@@ -110,6 +110,15 @@ pub async fn run_controller(
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
+    let (filling, filled) = Filled::new();
+    let blueprint_changes = filling.track(0, blueprint_changes);
+    let dogu_changes = filling.track(1, dogu_changes);
+    let component_changes = filling.track(2, component_changes);
+    let config_map_changes = filling.track(3, config_map_changes);
+    let health_changes = filling.track(4, health_changes);
+    let sensitive_changes = filling.track(5, sensitive_changes);
+    let secret_changes = filling.track(6, secret_changes);
+    drop(filling);
     let stores = Stores {
         blueprints: blueprint_reader.clone(),
         dogus,
@@ -118,6 +127,7 @@ pub async fn run_controller(
         health_config,
         sensitive_configs,
         secret_metadata,
+        filled,
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
     let descriptors = Arc::new(Registry::new(local, options.registry, options.descriptor_cache, metrics.clone()));

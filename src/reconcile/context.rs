@@ -184,6 +184,7 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
+            filled: crate::caches::Filled::already(),
         };
         let metrics = Metrics::shared();
         let local = LocalStore::new(empty(), Api::namespaced(client.clone(), "ecosystem"), "ecosystem");

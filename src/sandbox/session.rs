@@ -139,6 +139,11 @@ impl Sandbox {
             match options.backend {
                 Backend::Emulator => {
                     let emulator = Emulator::new(clock.clone());
+                    // The namespace exists, as on a cluster (kubectl's NotFound for an object in it
+                    // then names the object, not the namespace).
+                    let namespace =
+                        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": options.namespace}});
+                    emulator.create(namespace).map_err(|e| std::io::Error::other(e.message))?;
                     let transport =
                         match serve {
                             Some(address) => Transport::Http(emulator.serve(address).await.map_err(|e| {

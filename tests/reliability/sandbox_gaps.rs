@@ -158,3 +158,35 @@ async fn a_snapshot_of_a_sandbox_seeds_a_new_one() {
     assert!(cas["data"]["7.1.5-2"].is_string(), "the local registry kept what the snapshot holds: {cas}");
     again.shutdown().await;
 }
+
+/// The real kubectl against the sandbox's emulator, as `sandbox --serve` offers it.
+fn kubectl_against(address: std::net::SocketAddr, args: &[&str]) -> (bool, String) {
+    let kubectl = blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl");
+    let output = std::process::Command::new(kubectl)
+        .arg(format!("--server=http://{address}"))
+        .args(args)
+        .output()
+        .expect("kubectl runs (make kube)");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
+
+/// The finding: no Namespace object was served, so every NotFound through kubectl read
+/// `namespaces "ecosystem" not found`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_names_the_missing_object_not_the_namespace() {
+    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
+
+    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
+    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (found, text) =
+        tokio::task::spawn_blocking(move || kubectl_against(address, &["-n", NS, "get", "dogu", "nope"]))
+            .await
+            .unwrap();
+    assert!(!found);
+    assert!(text.contains(r#"dogus.k8s.cloudogu.com "nope" not found"#), "{text}");
+    let (found, text) =
+        tokio::task::spawn_blocking(move || kubectl_against(address, &["get", "namespace", NS])).await.unwrap();
+    assert!(found, "{text}");
+    sandbox.shutdown().await;
+}
