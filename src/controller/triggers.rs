@@ -10,7 +10,7 @@
 //!   ConfigMaps (also `app=ces`): filling that cache of descriptors changes no decision;
 //! - any other Secret: the Blueprints that reference it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{self, BoxStream, StreamExt};
@@ -72,23 +72,45 @@ impl Targets {
     }
 }
 
-/// Blueprint events that trigger: an object added, deleted, or with a new generation. `Init*` events
-/// of a relist change nothing by themselves: the objects they carry are compared like any other.
+/// Blueprint events that trigger: an object added, deleted, or with a new generation. A list (at the
+/// start, or a relist) triggers once it is complete, and only if it brought such a change: the
+/// reflector makes a list's objects visible in the store only at its `InitDone`, so Blueprints named
+/// from the store while the list is still arriving would be those of before it (none at the start:
+/// a restarted operator would not reconcile until something changed, found on a real API server).
 pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets) -> Triggers {
     let mut generations: HashMap<ObjectRef<Decoded<Blueprint>>, Option<i64>> = HashMap::new();
+    let mut list_changed = false;
+    let mut listed: HashSet<ObjectRef<Decoded<Blueprint>>> = HashSet::new();
     events
         .flat_map(move |event| {
+            let mut newer = |blueprint: &Decoded<Blueprint>| {
+                let key = ObjectRef::from_obj(blueprint);
+                let generation = blueprint.meta().generation;
+                generations.insert(key, generation) != Some(generation)
+            };
             let changed = match event {
-                Ok(watcher::Event::Apply(blueprint) | watcher::Event::InitApply(blueprint)) => {
-                    let key = ObjectRef::from_obj(&blueprint);
-                    let generation = blueprint.meta().generation;
-                    generations.insert(key, generation) != Some(generation)
+                Ok(watcher::Event::Apply(blueprint)) => newer(&blueprint),
+                Ok(watcher::Event::InitApply(blueprint)) => {
+                    list_changed |= newer(&blueprint);
+                    listed.insert(ObjectRef::from_obj(&blueprint));
+                    false
+                }
+                Ok(watcher::Event::Init) => {
+                    list_changed = false;
+                    listed.clear();
+                    false
+                }
+                Ok(watcher::Event::InitDone) => {
+                    // A Blueprint deleted while the watch was down is missing from the list.
+                    let before = generations.len();
+                    generations.retain(|key, _| listed.contains(key));
+                    std::mem::take(&mut list_changed) || generations.len() != before
                 }
                 Ok(watcher::Event::Delete(blueprint)) => {
                     generations.remove(&ObjectRef::from_obj(&blueprint));
                     true
                 }
-                Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => false,
+                Err(_) => false,
             };
             stream::iter(if changed { targets.every() } else { Vec::new() })
         })
@@ -140,4 +162,67 @@ pub fn any_secret(_: &Decoded<Secret>) -> bool {
 /// Global and dogu config; not the local dogu registry's ConfigMaps.
 pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
     config_target(config_map.meta()).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+    use kube::runtime::reflector;
+
+    use super::*;
+
+    fn blueprint(name: &str, generation: i64) -> Decoded<Blueprint> {
+        let mut blueprint = blueprint_machine::fixtures::blueprint_of(Default::default());
+        blueprint.metadata.name = Some(name.into());
+        blueprint.metadata.namespace = Some("ecosystem".into());
+        blueprint.metadata.generation = Some(generation);
+        Decoded::Object(Arc::new(blueprint))
+    }
+
+    /// The triggers of `events` passed through a reflector into the store the targets read, as the
+    /// controller wires them.
+    async fn triggered(events: Vec<watcher::Event<Decoded<Blueprint>>>) -> Vec<String> {
+        let (reader, writer) = reflector::store();
+        let stream = reflector::reflector(writer, futures::stream::iter(events.into_iter().map(Ok))).boxed();
+        blueprint_triggers(stream, Targets::new(reader)).map(|r| r.name).collect().await
+    }
+
+    /// The finding: the list at the start named the Blueprints from a store the reflector fills only
+    /// at the list's end, so a restarted operator reconciled nothing until something changed.
+    #[tokio::test]
+    async fn the_first_list_triggers_every_listed_blueprint_once() {
+        let events = vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(blueprint("a", 1)),
+            watcher::Event::InitApply(blueprint("b", 1)),
+            watcher::Event::InitDone,
+        ];
+        let mut names = triggered(events).await;
+        names.sort();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    #[tokio::test]
+    async fn a_relist_triggers_only_when_it_changed_something() {
+        let list = |generation| {
+            vec![watcher::Event::Init, watcher::Event::InitApply(blueprint("a", generation)), watcher::Event::InitDone]
+        };
+        let same: Vec<_> = list(1).into_iter().chain(list(1)).collect();
+        assert_eq!(triggered(same).await, ["a"], "the same list again changes nothing");
+        let newer: Vec<_> = list(1).into_iter().chain(list(2)).collect();
+        assert_eq!(triggered(newer).await, ["a", "a"]);
+        let gone = vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(blueprint("a", 1)),
+            watcher::Event::InitApply(blueprint("b", 1)),
+            watcher::Event::InitDone,
+            watcher::Event::Init,
+            watcher::Event::InitApply(blueprint("a", 1)),
+            watcher::Event::InitDone,
+        ];
+        let names = triggered(gone).await;
+        assert_eq!(names.len(), 3, "b deleted while the watch was down re-evaluates a: {names:?}");
+    }
 }

@@ -290,6 +290,9 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
+                    if std::env::var_os("E2E_LOG").is_some() {
+                        let _ = tracing_subscriber::fmt().with_env_filter(std::env::var("E2E_LOG").unwrap()).try_init();
+                    }
                     super::scenarios::$scenario(super::On::KubeApiserver).await;
                 }
             )*
