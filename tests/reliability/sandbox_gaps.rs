@@ -190,3 +190,58 @@ async fn kubectl_names_the_missing_object_not_the_namespace() {
     assert!(found, "{text}");
     sandbox.shutdown().await;
 }
+
+/// The finding: `kubectl get dogus -w` printed only NAME and AGE after the first lines (the watch
+/// ignored `as=Table`). A Dogu created while kubectl watches is printed with its printer columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_watch_prints_the_printer_columns() {
+    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
+
+    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
+    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let mut kubectl = std::process::Command::new(blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl"))
+        .arg(format!("--server=http://{address}"))
+        .args(["-n", NS, "get", "dogus", "--watch"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs (make kube)");
+    // Once kubectl watches (its LIST came first), a Dogu is created.
+    let listed = sandbox.emulator().clone();
+    let watching = async {
+        while !listed.requests().iter().any(|r| r.query.contains("watch=")) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    assert!(tokio::time::timeout(Duration::from_secs(20), watching).await.is_ok(), "kubectl never watched");
+    let dogu = serde_json::json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Dogu", "metadata": {"name": "nexus", "namespace": NS},
+        "spec": {"name": "official/nexus", "version": "3.2.1-1"}});
+    // kubectl's lines, as it prints them.
+    let (lines, received) = std::sync::mpsc::channel::<String>();
+    let stdout = kubectl.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    sandbox.emulator().create(dogu).unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while let Ok(line) = received.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            if line.starts_with("nexus") {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await
+    .unwrap();
+    let _ = kubectl.kill();
+    let _ = kubectl.wait();
+    let line = line.expect("kubectl printed the new Dogu");
+    assert!(line.contains("3.2.1-1"), "the watched row has the printer columns: {line}");
+    sandbox.shutdown().await;
+}

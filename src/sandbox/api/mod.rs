@@ -178,7 +178,8 @@ impl Emulator {
         let manager = query.get("fieldManager").cloned().unwrap_or_else(|| "unknown".to_owned());
         let result = match (method, &target.name) {
             (&Method::GET, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
-                return self.watch(resource, if all_namespaces { None } else { Some(target.namespace.clone()) }, query);
+                let namespace = if all_namespaces { None } else { Some(target.namespace.clone()) };
+                return self.watch(resource, namespace, query, headers);
             }
             (&Method::GET, None) => {
                 self.do_list(resource, if all_namespaces { None } else { Some(&target.namespace) }, query, headers)

@@ -1,14 +1,15 @@
 //! WATCH: a stream of JSON lines from a `resourceVersion` (or the current objects as ADDED), with
 //! label and field selectors, `sendInitialEvents` and its end bookmark, periodic bookmarks,
 //! `timeoutSeconds`, an ERROR 410 when the version is older than the last compaction, and an end
-//! whenever the fault controls drop the watches.
+//! whenever the fault controls drop the watches. Asked for `as=Table` (`kubectl get -w`), each event's
+//! object is a Table of its one row, with the same columns as the LIST's.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{Response, header};
+use axum::http::{HeaderMap, Response, header};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -27,7 +28,10 @@ impl Emulator {
         resource: &ResourceType,
         namespace: Option<String>,
         query: &BTreeMap<String, String>,
+        headers: &HeaderMap,
     ) -> Response<Body> {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let as_table = accept.contains("as=Table");
         let labels = match LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or("")) {
             Ok(l) => l,
             Err(e) => return error_response(&ApiError::new(400, "BadRequest", e)),
@@ -74,8 +78,20 @@ impl Emulator {
         let mut epoch = self.inner.watch_epoch.subscribe();
         epoch.borrow_and_update();
         let compacted_message = format!("too old resource version: {} ({current})", since.unwrap_or_default());
+        let (emulator, table_resource) = (self.clone(), resource.clone());
         tokio::spawn(async move {
-            let line = |event_type: &str, object: &Value| Ok(watch_line(event_type, object));
+            let line = |event_type: &str, object: &Value| {
+                if as_table && matches!(event_type, "ADDED" | "MODIFIED" | "DELETED") {
+                    let version = object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+                    let table = emulator.table(
+                        &table_resource,
+                        std::slice::from_ref(object),
+                        json!({"resourceVersion": version}),
+                    );
+                    return Ok(watch_line(event_type, &table));
+                }
+                Ok(watch_line(event_type, object))
+            };
             let backlog = match backlog {
                 Ok(backlog) => backlog,
                 Err(()) => {
