@@ -33,7 +33,8 @@ pub fn guarded_client(
     Ok(ClientBuilder::try_from(config)?.with_layer(&counting(metrics)).with_layer(&leader::guard_layer(guard)).build())
 }
 
-fn counting(
+/// A client layer counting every request in `metrics` (by verb).
+pub fn counting(
     metrics: Arc<Metrics>,
 ) -> tower::util::MapRequestLayer<
     impl Fn(::http::Request<kube::client::Body>) -> ::http::Request<kube::client::Body> + Clone,

@@ -216,11 +216,7 @@ impl Sandbox {
     /// The controller's client (every request counted and recorded): to the real API server, or to the
     /// emulator over HTTP when serving, else in process.
     fn controller_client(&self) -> kube::Client {
-        let metrics = self.metrics.clone();
-        let counting = tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
-            metrics.count_request(&request);
-            request
-        });
+        let counting = crate::run::counting(self.metrics.clone());
         let recording = RecordLayer(self.requests.clone());
         let config = match (&self.operator_config, self.transport) {
             (Some(config), _) => Some(config.clone()),
