@@ -355,8 +355,7 @@ impl Sandbox {
         self.cluster
             .get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, name)
             .await
-            // Leniently: a Blueprint whose spec does not fit is shown with its status.
-            .and_then(|v| Blueprint::decode_lenient(&v.to_string()).ok())
+            .and_then(|object| lenient_blueprint(&object))
     }
 
     /// The status of a condition of the Blueprint.
@@ -374,19 +373,12 @@ impl Sandbox {
         timeout: Duration,
         mut done: impl FnMut(&Blueprint) -> bool,
     ) -> Option<Blueprint> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            self.follow_rollouts().await;
-            if let Some(blueprint) = self.blueprint(name).await
-                && done(&blueprint)
-            {
-                return Some(blueprint);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let found = self
+            .wait_object(("k8s.cloudogu.com/v2", "Blueprint", name), timeout, |object| {
+                lenient_blueprint(object).is_some_and(|blueprint| done(&blueprint))
+            })
+            .await?;
+        lenient_blueprint(&found)
     }
 
     /// Waits (following rollouts) until the object exists and `done` holds for it, or `timeout` passes.
@@ -441,6 +433,11 @@ impl Sandbox {
             journal.flush();
         }
     }
+}
+
+/// A stored Blueprint, leniently: one whose spec does not fit is shown with its status.
+fn lenient_blueprint(object: &Value) -> Option<Blueprint> {
+    Blueprint::decode_lenient(&object.to_string()).ok()
 }
 
 /// kube's request body into one axum's router takes.
