@@ -37,6 +37,9 @@ pub struct Stores {
 /// How many caches there are: each marks one bit of [`Filled`].
 pub const CACHES: u32 = 7;
 
+/// [`Filled`]'s mark once every cache has listed its objects.
+const ALL_FILLED: u32 = (1 << CACHES) - 1;
+
 /// Which caches have listed their objects, marked by their watch streams on `InitDone` and awaited
 /// through a watch channel, which any number of tasks may wait on. (kube-runtime's
 /// `Store::wait_until_ready` keeps one waker per store: with the readiness probe, a reconcile and
@@ -45,29 +48,36 @@ pub const CACHES: u32 = 7;
 #[derive(Clone)]
 pub struct Filled(watch::Receiver<u32>);
 
-/// The marking side of [`Filled`], one per set of caches; its streams hold it.
-#[derive(Clone)]
-pub struct Filling(Arc<watch::Sender<u32>>);
+/// The marking side of [`Filled`], one per set of caches: each stream it tracks marks a bit of its own;
+/// the streams hold the sender.
+pub struct Filling {
+    sender: Arc<watch::Sender<u32>>,
+    tracked: u32,
+}
 
 impl Filled {
     /// A fresh set of caches, none of them filled yet.
     pub fn new() -> (Filling, Filled) {
         let (sender, receiver) = watch::channel(0);
-        (Filling(Arc::new(sender)), Filled(receiver))
+        (Filling { sender: Arc::new(sender), tracked: 0 }, Filled(receiver))
     }
 
     /// Caches filled already (tests, snapshots).
     pub fn already() -> Filled {
         let (filling, filled) = Filled::new();
-        filling.0.send_replace((1 << CACHES) - 1);
+        filling.sender.send_replace(ALL_FILLED);
         filled
     }
 }
 
 impl Filling {
-    /// `events` marking cache number `index` as filled at each `InitDone` (again after a relist).
-    pub fn track<K: Send + 'static>(&self, index: u32, events: Events<K>) -> Events<K> {
-        let sender = self.0.clone();
+    /// `events`, marking the next of the [`CACHES`] caches as filled at each `InitDone` (again after a
+    /// relist).
+    pub fn track<K: Send + 'static>(&mut self, events: Events<K>) -> Events<K> {
+        assert!(self.tracked < CACHES, "more caches tracked than CACHES counts");
+        let index = self.tracked;
+        self.tracked += 1;
+        let sender = self.sender.clone();
         events
             .inspect(move |event| {
                 if matches!(event, Ok(watcher::Event::InitDone)) {
@@ -93,8 +103,7 @@ impl Stores {
     /// would mean deciding on a cluster without them.
     pub async fn ready(&self) -> Result<(), CachesStopped> {
         let mut filled = self.filled.0.clone();
-        let all = (1 << CACHES) - 1;
-        filled.wait_for(|mask| *mask == all).await.map(drop).map_err(|_| CachesStopped)
+        filled.wait_for(|mask| *mask == ALL_FILLED).await.map(drop).map_err(|_| CachesStopped)
     }
 }
 
@@ -128,10 +137,8 @@ mod tests {
     /// kube-runtime's store readiness wakes only the last waiter of a store: the probe stayed
     /// "caches not synced" for good. Here three waiters are registered before the caches fill, and each
     /// must see them filled.
-    #[tokio::test(start_paused = true)]
-    async fn every_waiter_sees_the_caches_filled() {
-        let (filling, filled) = Filled::new();
-        let stores = Stores {
+    fn stores(filled: Filled) -> Stores {
+        Stores {
             blueprints: empty(),
             dogus: empty(),
             components: empty(),
@@ -140,7 +147,13 @@ mod tests {
             sensitive_configs: empty(),
             secret_metadata: empty(),
             filled,
-        };
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_waiter_sees_the_caches_filled() {
+        let (mut filling, filled) = Filled::new();
+        let stores = stores(filled);
         let waiters: Vec<_> = (0..3)
             .map(|_| {
                 let stores = stores.clone();
@@ -148,9 +161,9 @@ mod tests {
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        for index in 0..CACHES {
+        for _ in 0..CACHES {
             let events: Events<ConfigMap> = futures::stream::iter([Ok(watcher::Event::InitDone)]).boxed();
-            let _ = filling.track(index, events).collect::<Vec<_>>().await;
+            let _ = filling.track(events).collect::<Vec<_>>().await;
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         for waiter in waiters {
@@ -163,7 +176,6 @@ mod tests {
     async fn caches_whose_streams_ended_unfilled_are_an_error() {
         let (filling, filled) = Filled::new();
         drop(filling);
-        let mut receiver = filled.0.clone();
-        assert!(receiver.wait_for(|mask| *mask == (1 << CACHES) - 1).await.is_err());
+        assert!(stores(filled).ready().await.is_err());
     }
 }

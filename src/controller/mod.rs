@@ -110,14 +110,14 @@ pub async fn run_controller(
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
-    let (filling, filled) = Filled::new();
-    let blueprint_changes = filling.track(0, blueprint_changes);
-    let dogu_changes = filling.track(1, dogu_changes);
-    let component_changes = filling.track(2, component_changes);
-    let config_map_changes = filling.track(3, config_map_changes);
-    let health_changes = filling.track(4, health_changes);
-    let sensitive_changes = filling.track(5, sensitive_changes);
-    let secret_changes = filling.track(6, secret_changes);
+    let (mut filling, filled) = Filled::new();
+    let blueprint_changes = filling.track(blueprint_changes);
+    let dogu_changes = filling.track(dogu_changes);
+    let component_changes = filling.track(component_changes);
+    let config_map_changes = filling.track(config_map_changes);
+    let health_changes = filling.track(health_changes);
+    let sensitive_changes = filling.track(sensitive_changes);
+    let secret_changes = filling.track(secret_changes);
     drop(filling);
     let stores = Stores {
         blueprints: blueprint_reader.clone(),
