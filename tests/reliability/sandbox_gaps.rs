@@ -159,14 +159,16 @@ async fn a_snapshot_of_a_sandbox_seeds_a_new_one() {
     again.shutdown().await;
 }
 
-/// The real kubectl against the sandbox's emulator, as `sandbox --serve` offers it.
+/// The real kubectl (`make kube`) talking to the sandbox's emulator, as `sandbox --serve` offers it.
+fn kubectl_command(address: std::net::SocketAddr, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl"));
+    command.arg(format!("--server=http://{address}")).args(args);
+    command
+}
+
+/// What kubectl said (stdout, then stderr), and whether it succeeded.
 fn kubectl_against(address: std::net::SocketAddr, args: &[&str]) -> (bool, String) {
-    let kubectl = blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl");
-    let output = std::process::Command::new(kubectl)
-        .arg(format!("--server=http://{address}"))
-        .args(args)
-        .output()
-        .expect("kubectl runs (make kube)");
+    let output = kubectl_command(address, args).output().expect("kubectl runs (make kube)");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), text)
 }
@@ -199,9 +201,7 @@ async fn kubectl_get_watch_prints_the_printer_columns() {
 
     let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
     let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
-    let mut kubectl = std::process::Command::new(blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl"))
-        .arg(format!("--server=http://{address}"))
-        .args(["-n", NS, "get", "dogus", "--watch"])
+    let mut kubectl = kubectl_command(address, &["-n", NS, "get", "dogus", "--watch"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
