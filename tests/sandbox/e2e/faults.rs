@@ -52,8 +52,7 @@ async fn converges_after_a_500_on_a_create() {
 #[tokio::test(start_paused = true)]
 async fn converges_when_watches_drop_and_history_is_compacted() {
     let mut scene = Scene::fresh(On::Emulator, None).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     for _ in 0..3 {
         tokio::time::sleep(Duration::from_millis(700)).await;
         scene.emulator().drop_watches();

@@ -125,6 +125,12 @@ impl Scene {
         Scene::start(on, scenario, Behaviour::default(), seed::DEFAULT_CLUSTER).await
     }
 
+    /// Starts the operator (version 0.1.0) and applies `blueprint`: how most scenarios begin.
+    pub async fn start_and_apply(&mut self, blueprint: &Blueprint) {
+        self.start_controller("0.1.0");
+        self.apply_blueprint(blueprint).await.unwrap();
+    }
+
     /// Lets the scenario's time pass (scaled on a real server).
     pub async fn pause(&self, duration: Duration) {
         tokio::time::sleep(self.on.scale(duration)).await;

@@ -16,11 +16,12 @@ use super::{
 };
 
 const DOGU: &str = "k8s.cloudogu.com/v2";
+/// An installed ecosystem at older versions (the upgrade example).
+const UPGRADE_CLUSTER: &str = include_str!("../../../examples/upgrade/cluster.yaml");
 
 pub async fn a_fresh_install_completes_within_a_request_budget(on: On) {
     let mut scene = Scene::fresh(on, Some("fresh-install")).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
     let status = done.unwrap().status.unwrap();
@@ -74,8 +75,7 @@ fn unrelated_config(dogu: &str, kind: &str) -> Value {
 
 pub async fn descriptors_come_from_memory_then_the_local_registry_never_the_network_again(on: On) {
     let mut scene = Scene::fresh(on, None).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     scene.wait_blueprint(completed).await.unwrap();
     scene.pause(Duration::from_secs(30)).await;
     let fetched = scene.registry.requests().len();
@@ -104,8 +104,7 @@ pub async fn descriptors_come_from_memory_then_the_local_registry_never_the_netw
 pub async fn an_unavailable_registry_requeues_until_it_answers(on: On) {
     let mut scene = Scene::fresh(on, Some("registry-unavailable")).await;
     scene.registry.inject(Fault::Status(503), 7);
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     // The condition said why while the registry failed (read from the operator's status writes: on a
     // real server the registry may answer again before a reader sees the condition).
     let said_why = |scene: &Scene| {
@@ -130,8 +129,7 @@ pub async fn an_unavailable_registry_requeues_until_it_answers(on: On) {
 
 pub async fn after_completion_reconciles_write_nothing_and_emit_nothing(on: On) {
     let mut scene = Scene::fresh(on, None).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     scene.wait_blueprint(completed).await.unwrap();
     scene.pause(Duration::from_secs(30)).await;
     let reconciles = metric(&scene, "blueprint_operator_reconciles_total");
@@ -155,10 +153,8 @@ pub async fn after_completion_reconciles_write_nothing_and_emit_nothing(on: On) 
 }
 
 pub async fn an_upgrade_pauses_dogus_before_their_config_changes(on: On) {
-    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
-    let mut scene = Scene::start(on, Some("upgrade"), Behaviour::default(), cluster).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&blueprint(include_str!("../../../examples/upgrade/blueprint.yaml"))).await.unwrap();
+    let mut scene = Scene::start(on, Some("upgrade"), Behaviour::default(), UPGRADE_CLUSTER).await;
+    scene.start_and_apply(&blueprint(include_str!("../../../examples/upgrade/blueprint.yaml"))).await;
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
 
@@ -200,8 +196,7 @@ pub async fn the_operator_upgrades_itself_before_anything_else(on: On) {
         .create(json!({"apiVersion": "k8s.cloudogu.com/v1", "kind": "Component", "metadata": {"name": "k8s-blueprint-operator"},
             "spec": {"namespace": "k8s", "name": "k8s-blueprint-operator", "version": "0.1.0"}}))
         .await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&blueprint(SELF_UPGRADE)).await.unwrap();
+    scene.start_and_apply(&blueprint(SELF_UPGRADE)).await;
     let done = scene.wait_blueprint(completed).await;
     let own = scene.get("k8s.cloudogu.com/v1", "Component", "k8s-blueprint-operator").await;
     assert!(done.is_some(), "not completed: {}; rollouts {:?}; {own:#?}", conditions(&scene).await, scene.rollouts);
@@ -232,8 +227,7 @@ pub async fn an_unhealthy_dogu_blocks_and_the_ecosystem_recovers(on: On) {
         .await;
     let status = json!({"health": "unavailable", "installedVersion": "1.0.0-1"});
     scene.cluster.update_status(DOGU, "Dogu", &scene.namespace, "scm", status).await.unwrap();
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     let blocked = scene.wait_blueprint(|b| condition_is(b, "EcosystemHealthy", "False")).await;
     assert!(blocked.is_some(), "{}", conditions(&scene).await);
     scene.pause(Duration::from_secs(120)).await;
@@ -278,8 +272,7 @@ pub async fn a_config_change_waits_for_the_restart(on: On) {
     // the dogu to run the new config (AwaitingDogus), not for health.
     let behaviour = Behaviour { rolling_restarts: true, restart: Duration::from_secs(20), ..Behaviour::default() };
     let mut scene = Scene::start(on, Some("config-change"), behaviour, seed::DEFAULT_CLUSTER).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     scene.wait_blueprint(completed).await.unwrap();
     let before = scene.get(DOGU, "Dogu", "redmine").await.unwrap();
     let changed = blueprint(&seed::DEFAULT_BLUEPRINT.replace("value: WARN", "value: DEBUG"));
@@ -303,8 +296,7 @@ fn global_config_restored(config: &Value) -> bool {
 
 pub async fn a_second_blueprint_stops_all_changes_until_it_is_gone(on: On) {
     let mut scene = Scene::fresh(on, Some("two-blueprints")).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     scene.wait_blueprint(completed).await.unwrap();
     let writes = ecosystem_writes(&scene.operator_requests()).len();
     let mut second = default_blueprint();
@@ -334,8 +326,7 @@ pub async fn a_second_blueprint_stops_all_changes_until_it_is_gone(on: On) {
 
 pub async fn drift_is_corrected_after_completion(on: On) {
     let mut scene = Scene::fresh(on, Some("drift")).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&default_blueprint()).await.unwrap();
+    scene.start_and_apply(&default_blueprint()).await;
     scene.wait_blueprint(completed).await.unwrap();
 
     // A Dogu CR deleted by hand is reinstalled.
@@ -360,10 +351,8 @@ pub async fn drift_is_corrected_after_completion(on: On) {
 }
 
 pub async fn a_forbidden_downgrade_stays_not_executable(on: On) {
-    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
-    let mut scene = Scene::start(on, Some("forbidden-downgrade"), Behaviour::default(), cluster).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&blueprint(include_str!("../../../examples/invalid/downgrade.yaml"))).await.unwrap();
+    let mut scene = Scene::start(on, Some("forbidden-downgrade"), Behaviour::default(), UPGRADE_CLUSTER).await;
+    scene.start_and_apply(&blueprint(include_str!("../../../examples/invalid/downgrade.yaml"))).await;
     scene.wait_blueprint(|b| condition_is(b, "Executable", "False")).await.unwrap();
     scene.pause(Duration::from_secs(300)).await;
     let blueprint = scene.blueprint(NAME).await.unwrap();
@@ -375,10 +364,8 @@ pub async fn a_forbidden_downgrade_stays_not_executable(on: On) {
 }
 
 pub async fn an_invalid_blueprint_is_reported_and_nothing_is_applied(on: On) {
-    let cluster = include_str!("../../../examples/upgrade/cluster.yaml");
-    let mut scene = Scene::start(on, Some("invalid"), Behaviour::default(), cluster).await;
-    scene.start_controller("0.1.0");
-    scene.apply_blueprint(&blueprint(include_str!("../../../examples/invalid/invalid.yaml"))).await.unwrap();
+    let mut scene = Scene::start(on, Some("invalid"), Behaviour::default(), UPGRADE_CLUSTER).await;
+    scene.start_and_apply(&blueprint(include_str!("../../../examples/invalid/invalid.yaml"))).await;
     let invalid = scene.wait_blueprint(|b| condition_is(b, "Valid", "False")).await.unwrap();
     scene.pause(Duration::from_secs(120)).await;
     let status = serde_json::to_string(&invalid.status).unwrap();
@@ -394,8 +381,7 @@ pub async fn converges_when_the_operator_restarts_at_any_point(on: On) {
     // Kill the controller after it sent n requests, for several n, and start a new one.
     for cut in [3usize, 8, 14, 20, 30] {
         let mut scene = Scene::fresh(on, None).await;
-        scene.start_controller("0.1.0");
-        scene.apply_blueprint(&default_blueprint()).await.unwrap();
+        scene.start_and_apply(&default_blueprint()).await;
         for _ in 0..10_000 {
             if metric(&scene, "blueprint_operator_api_requests_total") >= cut as f64 {
                 break;
