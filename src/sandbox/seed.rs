@@ -150,28 +150,30 @@ pub async fn registry(
     for (dogu, versions) in local {
         let name = blueprint_machine::naming::local_registry(&dogu);
         // A snapshot of a cluster (taken with kubectl) may hold the ConfigMap already: add to it.
-        if cluster.get("v1", "ConfigMap", namespace, &name).await.is_some() {
-            cluster
-                .edit("v1", "ConfigMap", namespace, &name, |map| {
-                    for (version, text) in &versions {
-                        map["data"][version] = json!(text);
-                    }
-                })
-                .await?;
-            continue;
+        let added = cluster
+            .edit("v1", "ConfigMap", namespace, &name, |map| {
+                for (version, text) in &versions {
+                    map["data"][version] = json!(text);
+                }
+            })
+            .await;
+        match added {
+            Err(error) if error.code == 404 => {
+                cluster
+                    .create(json!({
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": name,
+                            "namespace": namespace,
+                            "labels": blueprint_machine::naming::local_registry_labels(&dogu),
+                        },
+                        "data": versions,
+                    }))
+                    .await?;
+            }
+            other => drop(other?),
         }
-        cluster
-            .create(json!({
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "labels": blueprint_machine::naming::local_registry_labels(&dogu),
-                },
-                "data": versions,
-            }))
-            .await?;
     }
     Ok(())
 }
