@@ -56,17 +56,17 @@ impl Remote {
 
 fn error(error: &kube::Error) -> ApiError {
     match error {
-        kube::Error::Api(status) => ApiError {
-            code: status.code,
-            reason: match status.code {
+        kube::Error::Api(status) => ApiError::new(
+            status.code,
+            match status.code {
                 404 => "NotFound",
                 409 => "Conflict",
                 422 => "Invalid",
                 _ => "Error",
             },
-            message: status.message.clone(),
-        },
-        other => ApiError { code: 500, reason: "Error", message: other.to_string() },
+            status.message.clone(),
+        ),
+        other => ApiError::new(500, "Error", other.to_string()),
     }
 }
 
@@ -111,11 +111,8 @@ impl Cluster {
                 let kind = object["kind"].as_str().unwrap_or_default().to_owned();
                 let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
                 let api = remote.api(&api_version, &kind, namespace).await?;
-                let object: DynamicObject = serde_json::from_value(object).map_err(|e| ApiError {
-                    code: 400,
-                    reason: "BadRequest",
-                    message: e.to_string(),
-                })?;
+                let object: DynamicObject =
+                    serde_json::from_value(object).map_err(|e| ApiError::new(400, "BadRequest", e.to_string()))?;
                 api.create(&PostParams::default(), &object).await.map(value).map_err(|e| error(&e))
             }
         }
@@ -140,11 +137,8 @@ impl Cluster {
                     let current = api.get(name).await.map_err(|e| error(&e))?;
                     let mut edited = value(current);
                     change(&mut edited);
-                    let object: DynamicObject = serde_json::from_value(edited).map_err(|e| ApiError {
-                        code: 400,
-                        reason: "BadRequest",
-                        message: e.to_string(),
-                    })?;
+                    let object: DynamicObject =
+                        serde_json::from_value(edited).map_err(|e| ApiError::new(400, "BadRequest", e.to_string()))?;
                     match api.replace(name, &PostParams::default(), &object).await {
                         Err(kube::Error::Api(status)) if status.code == 409 && attempts < 10 => attempts += 1,
                         other => return other.map(value).map_err(|e| error(&e)),

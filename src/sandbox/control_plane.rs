@@ -32,6 +32,8 @@ pub struct ControlPlane {
     pub token: String,
     /// A kubeconfig for the admin (kubectl, `run`).
     pub kubeconfig: PathBuf,
+    /// etcd's client URL, `http://127.0.0.1:<port>` (its JSON gateway compacts, for the 410 tests).
+    pub etcd: String,
     /// The folder of the built binaries.
     pub bin: PathBuf,
     /// The folder of this control plane (logs, data).
@@ -143,6 +145,7 @@ fn start() -> Result<ControlPlane, String> {
     let server = format!("https://127.0.0.1:{api_port}");
     let plane = ControlPlane {
         server: server.clone(),
+        etcd: format!("http://127.0.0.1:{client_port}"),
         ca_pem: pki.ca_pem.clone(),
         token: pki.token.clone(),
         kubeconfig: dir.join("kubeconfig"),
@@ -219,6 +222,21 @@ impl ControlPlane {
             .collect()
     }
 
+    /// Compacts etcd's history up to its current revision (what the API server does every
+    /// `--etcd-compaction-interval`), through etcd's JSON gateway; the revision compacted to.
+    pub async fn compact(&self) -> Result<u64, String> {
+        let http = reqwest::Client::new();
+        let post = |path: &'static str, body: String| etcd_post(&http, format!("{}{path}", self.etcd), body);
+        // Any read answers with the store's current revision in its header ("AA==" is the key "\0").
+        let range = post("/v3/kv/range", r#"{"key":"AA=="}"#.into()).await?;
+        let revision: u64 = range["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| format!("etcd /v3/kv/range: no revision in {range}"))?;
+        post("/v3/kv/compaction", format!(r#"{{"revision":"{revision}","physical":true}}"#)).await?;
+        Ok(revision)
+    }
+
     /// A new namespace of its own for one test, `prefix-<n>`.
     pub fn namespace(&self, prefix: &str) -> String {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -226,6 +244,17 @@ impl ControlPlane {
         self.kubectl(&["create", "namespace", &name]).unwrap_or_else(|e| panic!("{e}"));
         name
     }
+}
+
+/// A POST to etcd's JSON gateway; the answer.
+async fn etcd_post(http: &reqwest::Client, url: String, body: String) -> Result<serde_json::Value, String> {
+    let response = http.post(&url).body(body).send().await.map_err(|e| format!("{url}: {e}"))?;
+    let status = response.status();
+    let text = response.text().await.map_err(|e| format!("{url}: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("{url}: {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("{url}: {e}: {text}"))
 }
 
 /// An audit policy recording every request's metadata once, when it was answered.

@@ -140,7 +140,7 @@ pub async fn registry(
         .collect();
     let mut local: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for seed in descriptors {
-        remote.add(&seed.text).map_err(|message| ApiError { code: 422, reason: "Invalid", message })?;
+        remote.add(&seed.text).map_err(|message| ApiError::new(422, "Invalid", message))?;
         let name = &seed.descriptor.name;
         if installed.get(name) == Some(&seed.descriptor.version) {
             let simple = name.rsplit('/').next().unwrap_or(name).to_owned();

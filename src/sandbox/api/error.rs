@@ -12,21 +12,47 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
+    /// What the error is about (`name`, `group`, `kind` as the plural), as the real server details
+    /// a NotFound or an AlreadyExists.
+    pub details: Option<Value>,
 }
 
 impl ApiError {
-    pub(super) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into() }
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError { code, reason, message: message.into(), details: None }
     }
 
     pub(super) fn body(&self) -> Value {
-        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message, "reason": self.reason, "code": self.code})
+        let mut body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message, "reason": self.reason, "code": self.code});
+        if let Some(details) = &self.details {
+            body["details"] = details.clone();
+        }
+        body
+    }
+
+    /// The same error, about `name` of `resource`.
+    fn about(mut self, resource: &ResourceType, name: &str) -> Self {
+        let mut details = json!({"name": name, "kind": resource.plural});
+        if !resource.group.is_empty() {
+            details["group"] = json!(resource.group);
+        }
+        self.details = Some(details);
+        self
     }
 }
 
 pub(super) fn not_found(resource: &ResourceType, name: &str) -> ApiError {
-    let group = if resource.group.is_empty() { String::new() } else { format!(".{}", resource.group) };
-    ApiError::new(404, "NotFound", format!("{}{group} \"{name}\" not found", resource.plural))
+    ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(resource))).about(resource, name)
+}
+
+pub(super) fn already_exists(resource: &ResourceType, name: &str) -> ApiError {
+    ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(resource)))
+        .about(resource, name)
+}
+
+/// `dogus.k8s.cloudogu.com`, `configmaps`: the resource as the real server names it in messages.
+fn qualified(resource: &ResourceType) -> String {
+    if resource.group.is_empty() { resource.plural.clone() } else { format!("{}.{}", resource.plural, resource.group) }
 }
 
 pub(super) fn reason_for(code: u16) -> &'static str {

@@ -174,6 +174,13 @@ impl Emulator {
                 "the server could not find the requested subresource",
             ));
         }
+        if resource.is_core_event() && method != Method::GET {
+            return error_response(&ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "the sandbox serves core v1 Events read-only, as a view of events.k8s.io/v1 Events: write those",
+            ));
+        }
         let all_namespaces = resource.namespaced && namespace.is_none();
         let manager = query.get("fieldManager").cloned().unwrap_or_else(|| "unknown".to_owned());
         let result = match (method, &target.name) {

@@ -24,8 +24,7 @@ impl Emulator {
         store
             .objects
             .get(&(resource.key(), namespace.to_owned(), name.to_owned()))
-            .cloned()
-            .map(|v| (200, v))
+            .map(|v| (200, resource.present(v)))
             .ok_or_else(|| not_found(resource, name))
     }
 
@@ -66,9 +65,10 @@ impl Emulator {
             .objects
             .iter()
             .filter(|((r, ns, _), _)| *r == key && namespace.is_none_or(|n| n == ns))
-            .filter(|(_, v)| labels.matches(v) && fields.matches(v))
-            .filter(|((_, ns, name), _)| after.as_ref().is_none_or(|a| format!("{ns}/{name}") > *a));
-        let items: Vec<Value> = matching.by_ref().take(limit).map(|(_, v)| v.clone()).collect();
+            .filter(|((_, ns, name), _)| after.as_ref().is_none_or(|a| format!("{ns}/{name}") > *a))
+            .map(|(_, v)| resource.present(v))
+            .filter(|v| labels.matches(v) && fields.matches(v));
+        let items: Vec<Value> = matching.by_ref().take(limit).collect();
         let remaining = matching.count();
         let mut metadata = json!({"resourceVersion": store.revision.to_string()});
         if remaining > 0

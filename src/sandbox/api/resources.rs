@@ -2,6 +2,7 @@
 //! built-in kinds the operator and kubectl use.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceType {
@@ -25,9 +26,22 @@ impl ResourceType {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
-    /// Resource key used in storage: `group/plural`.
+    /// Resource key used in storage: `group/plural`. Core `v1` Events share the storage of
+    /// `events.k8s.io/v1` Events, as on a real server (one object, two shapes).
     pub fn key(&self) -> String {
-        format!("{}/{}", self.group, self.plural)
+        if self.is_core_event() { "events.k8s.io/events".into() } else { format!("{}/{}", self.group, self.plural) }
+    }
+
+    /// Core `v1` Events: a read-only view of the stored `events.k8s.io/v1` Events (the operator
+    /// writes those; `kubectl get events` and `describe` read these).
+    pub fn is_core_event(&self) -> bool {
+        self.group.is_empty() && self.plural == "events"
+    }
+
+    /// A stored object as this resource shows it: an `events.k8s.io/v1` Event in the core shape for
+    /// the core view, anything else as stored.
+    pub fn present(&self, stored: &Value) -> Value {
+        if self.is_core_event() { core_event(stored) } else { stored.clone() }
     }
 
     pub fn from_crd(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
@@ -112,4 +126,36 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         blueprint_machine::api::dogu_crd(),
         blueprint_machine::api::component_crd(),
     ]
+}
+
+/// An `events.k8s.io/v1` Event in the core `v1` shape, field by field as the API server converts it.
+fn core_event(event: &Value) -> Value {
+    let mut core = serde_json::Map::new();
+    core.insert("apiVersion".into(), json!("v1"));
+    core.insert("kind".into(), json!("Event"));
+    for (from, to) in [
+        ("metadata", "metadata"),
+        ("regarding", "involvedObject"),
+        ("related", "related"),
+        ("reason", "reason"),
+        ("type", "type"),
+        ("action", "action"),
+        ("note", "message"),
+        ("eventTime", "eventTime"),
+        ("series", "series"),
+        ("reportingController", "reportingComponent"),
+        ("reportingInstance", "reportingInstance"),
+        ("deprecatedSource", "source"),
+        ("deprecatedFirstTimestamp", "firstTimestamp"),
+        ("deprecatedLastTimestamp", "lastTimestamp"),
+        ("deprecatedCount", "count"),
+    ] {
+        if let Some(value) = event.get(from).filter(|v| !v.is_null()) {
+            core.insert(to.into(), value.clone());
+        }
+    }
+    if let Some(series) = core.get_mut("series").and_then(Value::as_object_mut) {
+        series.remove("state");
+    }
+    Value::Object(core)
 }

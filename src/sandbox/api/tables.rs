@@ -1,5 +1,6 @@
-//! `kubectl get` output: a LIST asked for `as=Table` is answered with the CRD's printer columns
-//! (else name and age), rendered as the API server renders them (dates as ages).
+//! `kubectl get` output: a LIST asked for `as=Table` is answered with the CRD's printer columns, the
+//! columns the real server prints for the built-in kinds a user looks at (ConfigMaps, Secrets, core
+//! Events), else name and age; rendered as the API server renders them (dates as ages).
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -7,35 +8,118 @@ use serde_json::{Value, json};
 use super::Emulator;
 use super::resources::{self, ResourceType};
 
-impl Emulator {
-    /// `kubectl get` output: the CRD's printer columns, else name and age.
-    pub(super) fn table(&self, resource: &ResourceType, items: &[Value], metadata: Value) -> Value {
-        let crd = resources::crds()
+/// One column: its definition and how a cell of it is made from an object.
+struct Column {
+    name: String,
+    type_: String,
+    /// 0: `kubectl get` shows it; 1: only `-o wide`.
+    priority: u8,
+    cell: Cell,
+}
+
+enum Cell {
+    /// A printer column's JSONPath (a `date` is shown as an age).
+    Path(String),
+    /// The number of entries of these maps.
+    Count(&'static [&'static str]),
+    /// An Event's last time seen (its series', its last timestamp, else its event time), as an age.
+    LastSeen,
+    /// `kind/name` of the Event's object, the kind in lower case.
+    EventObject,
+}
+
+impl Column {
+    fn new(name: &str, type_: &str, priority: u8, cell: Cell) -> Column {
+        Column { name: name.into(), type_: type_.into(), priority, cell }
+    }
+
+    fn render(&self, object: &Value, now: Timestamp) -> Value {
+        let age_of = |value: Option<&Value>| {
+            value
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .map(|time| json!(age(now.duration_since(time).as_secs())))
+        };
+        match &self.cell {
+            Cell::Path(path) => {
+                let value = json_path(object, path).unwrap_or(Value::Null);
+                if self.type_ == "date" { age_of(Some(&value)).unwrap_or(value) } else { value }
+            }
+            Cell::Count(fields) => {
+                json!(fields.iter().filter_map(|f| object.get(*f)?.as_object()).map(|m| m.len()).sum::<usize>())
+            }
+            Cell::LastSeen => age_of(object.pointer("/series/lastObservedTime"))
+                .or_else(|| age_of(object.get("lastTimestamp")))
+                .or_else(|| age_of(object.get("eventTime")))
+                .unwrap_or_else(|| json!("<unknown>")),
+            Cell::EventObject => {
+                let kind = object.pointer("/involvedObject/kind").and_then(Value::as_str).unwrap_or_default();
+                let name = object.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or_default();
+                json!(format!("{}/{name}", kind.to_lowercase()))
+            }
+        }
+    }
+}
+
+/// The columns of `resource` after Name.
+fn columns(resource: &ResourceType) -> Vec<Column> {
+    let age = || Column::new("Age", "date", 0, Cell::Path(".metadata.creationTimestamp".into()));
+    let printer_columns = resources::crds()
+        .into_iter()
+        .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural)
+        .and_then(|c| c.spec.versions.into_iter().find(|v| v.name == resource.version))
+        .and_then(|v| v.additional_printer_columns);
+    if let Some(printer_columns) = printer_columns {
+        return printer_columns
             .into_iter()
-            .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural);
-        let columns: Vec<(String, String, String)> = crd
-            .and_then(|c| c.spec.versions.into_iter().find(|v| v.name == resource.version))
-            .and_then(|v| v.additional_printer_columns)
-            .map(|cols| cols.into_iter().map(|c| (c.name, c.type_, c.json_path)).collect())
-            .unwrap_or_else(|| vec![("Age".into(), "date".into(), ".metadata.creationTimestamp".into())]);
-        let mut definitions =
-            vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0})];
-        definitions.extend(columns.iter().map(
-            |(name, type_, _)| json!({"name": name, "type": type_, "format": "", "description": name, "priority": 0}),
-        ));
+            .map(|c| {
+                let priority = u8::try_from(c.priority.unwrap_or(0)).unwrap_or(1);
+                Column::new(&c.name, &c.type_, priority, Cell::Path(c.json_path))
+            })
+            .collect();
+    }
+    match (resource.group.as_str(), resource.kind.as_str()) {
+        ("", "ConfigMap") => vec![Column::new("Data", "string", 0, Cell::Count(&["data", "binaryData"])), age()],
+        ("", "Secret") => vec![
+            Column::new("Type", "string", 0, Cell::Path(".type".into())),
+            Column::new("Data", "string", 0, Cell::Count(&["data"])),
+            age(),
+        ],
+        ("", "Event") => vec![
+            Column::new("Last Seen", "string", 0, Cell::LastSeen),
+            Column::new("Type", "string", 0, Cell::Path(".type".into())),
+            Column::new("Reason", "string", 0, Cell::Path(".reason".into())),
+            Column::new("Object", "string", 0, Cell::EventObject),
+            Column::new("Message", "string", 0, Cell::Path(".message".into())),
+            Column::new("Count", "string", 1, Cell::Path(".count".into())),
+        ],
+        _ => vec![age()],
+    }
+}
+
+impl Emulator {
+    /// `kubectl get` output: a row per item, Name first, then `resource`'s columns.
+    pub(super) fn table(&self, resource: &ResourceType, items: &[Value], metadata: Value) -> Value {
+        let mut columns = columns(resource);
+        // Name comes first, except for Events: there it comes last, and only with `-o wide`.
+        let name = Column::new("Name", "string", 0, Cell::Path(".metadata.name".into()));
+        if resource.is_core_event() {
+            columns.push(Column { priority: 1, ..name });
+        } else {
+            columns.insert(0, name);
+        }
+        let definitions: Vec<Value> = columns
+            .iter()
+            .map(|c| {
+                let format = if c.name == "Name" { "name" } else { "" };
+                json!({"name": c.name, "type": c.type_, "format": format, "description": c.name, "priority": c.priority})
+            })
+            .collect();
         let now = (self.inner.clock)();
         let rows: Vec<Value> = items
             .iter()
             .map(|item| {
-                let mut cells = vec![item.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
-                cells.extend(columns.iter().map(|(_, type_, path)| {
-                    let value = json_path(item, path).unwrap_or(Value::Null);
-                    // Dates are shown as ages, as the API server renders them.
-                    match (type_.as_str(), value.as_str().and_then(|t| t.parse::<Timestamp>().ok())) {
-                        ("date", Some(time)) => json!(age(now.duration_since(time).as_secs())),
-                        _ => value,
-                    }
-                }));
+                let cells: Vec<Value> = columns.iter().map(|column| column.render(item, now)).collect();
                 json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}})
             })
             .collect();

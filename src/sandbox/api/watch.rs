@@ -48,11 +48,14 @@ impl Emulator {
         let resource_key = resource.key();
         let api_version = resource.api_version();
         let kind = resource.kind.clone();
+        let view = resource.clone();
+        // The record's object as this resource shows it, if the watch wants it.
         let wanted = move |record: &Record| {
-            record.resource == resource_key
-                && namespace.as_ref().is_none_or(|n| *n == record.namespace)
-                && labels.matches(&record.object)
-                && fields.matches(&record.object)
+            if record.resource != resource_key || namespace.as_ref().is_some_and(|n| *n != record.namespace) {
+                return None;
+            }
+            let object = view.present(&record.object);
+            (labels.matches(&object) && fields.matches(&object)).then_some(object)
         };
 
         let (mut sender, receiver) = futures::channel::mpsc::channel::<Result<Bytes, Infallible>>(64);
@@ -101,9 +104,10 @@ impl Emulator {
                 }
             };
             let mut last = since.unwrap_or(current);
-            for record in backlog.iter().filter(|r| wanted(r)) {
+            for record in &backlog {
+                let Some(object) = wanted(record) else { continue };
                 last = last.max(record.resource_version);
-                if futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
+                if futures::SinkExt::send(&mut sender, line(record.change.as_str(), &object)).await.is_err() {
                     return;
                 }
             }
@@ -138,7 +142,9 @@ impl Emulator {
                                 continue;
                             }
                             last = last.max(record.resource_version);
-                            if wanted(&record) && futures::SinkExt::send(&mut sender, line(record.change.as_str(), &record.object)).await.is_err() {
+                            if let Some(object) = wanted(&record)
+                                && futures::SinkExt::send(&mut sender, line(record.change.as_str(), &object)).await.is_err()
+                            {
                                 return;
                             }
                         }

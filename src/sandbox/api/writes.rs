@@ -76,7 +76,7 @@ impl Emulator {
         let mut store = self.inner.store.lock().expect("not poisoned");
         let key = (resource.key(), namespace.to_owned(), name.clone());
         if store.objects.contains_key(&key) {
-            return Err(ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", resource.plural)));
+            return Err(super::error::already_exists(resource, &name));
         }
         let version = store.next_revision();
         let metadata = object["metadata"].as_object_mut().expect("made an object");
@@ -270,12 +270,17 @@ fn without_bookkeeping(object: &Value) -> Value {
     copy
 }
 
-/// A Secret's `stringData` is write-only: it is merged into `data`.
+/// A Secret's `stringData` is write-only: it is merged into `data`; its `type` defaults to `Opaque`.
 fn normalize_secret(resource: &ResourceType, object: &mut Value) {
-    if resource.group.is_empty()
-        && resource.kind == "Secret"
-        && let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
+    if !(resource.group.is_empty() && resource.kind == "Secret") {
+        return;
+    }
+    if let Some(fields) = object.as_object_mut()
+        && fields.get("type").is_none_or(Value::is_null)
     {
+        fields.insert("type".into(), json!("Opaque"));
+    }
+    if let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData")) {
         use base64::Engine;
         let data = object.as_object_mut().expect("an object").entry("data").or_insert_with(|| json!({}));
         for (key, value) in strings {
