@@ -245,3 +245,36 @@ async fn kubectl_get_watch_prints_the_printer_columns() {
     assert!(line.contains("3.2.1-1"), "the watched row has the printer columns: {line}");
     sandbox.shutdown().await;
 }
+
+/// The finding: `kubectl create secret generic` and `create configmap` failed with 400 (kubectl sends
+/// built-in kinds as protobuf). Both create what they say, and kubectl reads them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_secrets_and_config_maps() {
+    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
+
+    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
+    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (created, text) = tokio::task::spawn_blocking(move || {
+        let secret = kubectl_against(
+            address,
+            &["-n", NS, "create", "secret", "generic", "ldap-admin", "--from-literal=password=s3cret"],
+        );
+        let config_map = kubectl_against(
+            address,
+            &["-n", NS, "create", "configmap", "notes", "--from-literal=a=1", "--from-literal=b=2"],
+        );
+        let listed = kubectl_against(address, &["-n", NS, "get", "configmap", "notes"]);
+        (secret.0 && config_map.0 && listed.0, format!("{}{}{}", secret.1, config_map.1, listed.1))
+    })
+    .await
+    .unwrap();
+    assert!(created, "{text}");
+    assert!(text.contains("secret/ldap-admin created") && text.contains("configmap/notes created"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("notes") && l.split_whitespace().nth(1) == Some("2")),
+        "DATA column: {text}"
+    );
+    let secret = sandbox.cluster.get("v1", "Secret", NS, "ldap-admin").await.expect("the Secret exists");
+    assert_eq!(secret["data"]["password"], "czNjcmV0");
+    sandbox.shutdown().await;
+}

@@ -30,6 +30,7 @@ mod error;
 mod events;
 mod faults;
 mod patch;
+pub mod protobuf;
 mod reads;
 mod serve;
 mod tables;
@@ -182,6 +183,7 @@ impl Emulator {
             ));
         }
         let all_namespaces = resource.namespaced && namespace.is_none();
+        let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
         let manager = query.get("fieldManager").cloned().unwrap_or_else(|| "unknown".to_owned());
         let result = match (method, &target.name) {
             (&Method::GET, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
@@ -191,17 +193,16 @@ impl Emulator {
             (&Method::GET, None) => {
                 self.do_list(resource, if all_namespaces { None } else { Some(&target.namespace) }, query, headers)
             }
-            (&Method::GET, Some(name)) => self.do_get(resource, &target.namespace, name),
-            (&Method::POST, None) => match parse_body(body) {
+            (&Method::GET, Some(name)) => self.do_get(resource, &target.namespace, name, headers),
+            (&Method::POST, None) => match parse_body(content_type, body) {
                 Ok(object) => self.do_create(resource, &target.namespace, object, &manager).map(|v| (201, v)),
                 Err(e) => Err(e),
             },
-            (&Method::PUT, Some(_)) => match parse_body(body) {
+            (&Method::PUT, Some(_)) => match parse_body(content_type, body) {
                 Ok(object) => self.do_replace(&target, object, &manager).map(|v| (200, v)),
                 Err(e) => Err(e),
             },
             (&Method::PATCH, Some(_)) => {
-                let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
                 let force = query.get("force").is_some_and(|f| f == "true");
                 self.do_patch(&target, content_type, body, &manager, force)
             }

@@ -13,19 +13,27 @@ use super::resources::ResourceType;
 use super::selectors::{FieldSelector, LabelSelector};
 
 impl Emulator {
-    /// GET of one object.
+    /// GET of one object; asked for `as=Table` (`kubectl get KIND NAME`), a Table of one row.
     pub(super) fn do_get(
         &self,
         resource: &ResourceType,
         namespace: &str,
         name: &str,
+        headers: &HeaderMap,
     ) -> Result<(u16, Value), ApiError> {
-        let store = self.inner.store.lock().expect("not poisoned");
-        store
-            .objects
-            .get(&(resource.key(), namespace.to_owned(), name.to_owned()))
-            .map(|v| (200, resource.present(v)))
-            .ok_or_else(|| not_found(resource, name))
+        let object = {
+            let store = self.inner.store.lock().expect("not poisoned");
+            store
+                .objects
+                .get(&(resource.key(), namespace.to_owned(), name.to_owned()))
+                .map(|v| resource.present(v))
+                .ok_or_else(|| not_found(resource, name))?
+        };
+        if wants_table(headers) {
+            let version = object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+            return Ok((200, self.table(resource, std::slice::from_ref(&object), json!({"resourceVersion": version}))));
+        }
+        Ok((200, object))
     }
 
     /// LIST: the matching objects after the `continue` token, at most `limit` of them, as a list or,
@@ -79,8 +87,7 @@ impl Emulator {
             metadata["continue"] = json!(format!("{}:{ns}/{name}", store.revision));
             metadata["remainingItemCount"] = json!(remaining);
         }
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        if accept.contains("as=Table") {
+        if wants_table(headers) {
             return Ok((200, self.table(resource, &items, metadata)));
         }
         Ok((
@@ -88,4 +95,9 @@ impl Emulator {
             json!({"apiVersion": resource.api_version(), "kind": format!("{}List", resource.kind), "metadata": metadata, "items": items}),
         ))
     }
+}
+
+/// Whether the client asked for `as=Table` (kubectl's `get`).
+pub(super) fn wants_table(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|accept| accept.contains("as=Table"))
 }

@@ -74,7 +74,11 @@ pub(super) fn parse_query(query: &str) -> BTreeMap<String, String> {
     form_urlencoded::parse(query.as_bytes()).into_owned().collect()
 }
 
-pub(super) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+/// A create's or an update's object: protobuf (as kubectl sends built-in kinds), else JSON or YAML.
+pub(super) fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if content_type.starts_with(super::protobuf::CONTENT_TYPE) {
+        return super::protobuf::decode(body);
+    }
     serde_json::from_slice(body)
         .or_else(|_| std::str::from_utf8(body).map_err(|_| ()).and_then(|t| serde_saphyr::from_str(t).map_err(|_| ())))
         .map_err(|_| ApiError::new(400, "BadRequest", "the request body is not a JSON or YAML object"))

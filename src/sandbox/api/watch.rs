@@ -30,8 +30,7 @@ impl Emulator {
         query: &BTreeMap<String, String>,
         headers: &HeaderMap,
     ) -> Response<Body> {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        let as_table = accept.contains("as=Table");
+        let as_table = super::reads::wants_table(headers);
         let labels = match LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or("")) {
             Ok(l) => l,
             Err(e) => return error_response(&ApiError::new(400, "BadRequest", e)),

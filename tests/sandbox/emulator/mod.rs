@@ -87,11 +87,16 @@ impl Rig {
 
     /// One request with the given headers; the status code and the raw body.
     pub async fn send(&self, method: &str, uri: &str, headers: &[(&str, &str)], body: Value) -> (u16, Vec<u8>) {
+        let body = if body.is_null() { Vec::new() } else { body.to_string().into_bytes() };
+        self.send_bytes(method, uri, headers, body).await
+    }
+
+    /// One request with the given headers and body bytes; the status code and the raw body.
+    pub async fn send_bytes(&self, method: &str, uri: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, Vec<u8>) {
         let mut request = Request::builder().method(method).uri(uri);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let body = if body.is_null() { Vec::new() } else { body.to_string().into_bytes() };
         let response = self.client.send(request.body(body.into()).unwrap()).await.expect("the server answers");
         let status = response.status().as_u16();
         let bytes = response.into_body().collect_bytes().await.expect("the body is read");
@@ -171,5 +176,6 @@ on_both_servers!(
     tables_use_printer_columns,
     tables_of_built_in_kinds,
     secret_string_data_becomes_data,
+    protobuf_bodies_create_config_maps_and_secrets,
     a_reflector_follows_changes,
 );

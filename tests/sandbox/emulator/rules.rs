@@ -391,6 +391,8 @@ pub async fn tables_of_built_in_kinds(rig: Rig) {
     assert_eq!(names, ["Name", "Data", "Age"]);
     assert_eq!(rows[0][..2], [json!("x"), json!(2)]);
     assert!(rows[0][2].as_str().is_some_and(|age| age.ends_with('s')), "{rows:?}");
+    let (names, rows) = default_columns(&rig, &format!("{}/x", rig.configmaps())).await;
+    assert_eq!((names.len(), &rows[0][..2]), (3, [json!("x"), json!(2)].as_slice()), "one object, as a table");
 
     rig.call("POST", &rig.secrets(), JSON, json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}})).await;
     let (names, rows) = default_columns(&rig, &rig.secrets()).await;
@@ -410,4 +412,56 @@ pub async fn tables_of_built_in_kinds(rig: Rig) {
         rows[0][1..],
         [json!("Normal"), json!("DogusApplied"), json!("blueprint/blueprint-ces"), json!("ldap installed")]
     );
+}
+
+/// A body in Kubernetes' protobuf encoding (the `k8s\0` magic, a `runtime.Unknown` envelope), as
+/// kubectl sends built-in kinds.
+fn protobuf_body(kind: &str, object: &impl prost::Message) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    let envelope = Unknown {
+        type_meta: Some(TypeMeta { api_version: Some("v1".into()), kind: Some(kind.into()) }),
+        raw: Some(object.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    [b"k8s\0".as_slice(), &prost::Message::encode_to_vec(&envelope)].concat()
+}
+
+/// Kubernetes rule: built-in kinds may be written in protobuf (kubectl does so for `create secret`
+/// and `create configmap`); the answer is JSON when the client accepts it.
+pub async fn protobuf_bodies_create_config_maps_and_secrets(rig: Rig) {
+    use k8s_pb::api::core::v1 as pb;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let metadata = |name: &str| {
+        Some(ObjectMeta {
+            name: Some(name.into()),
+            labels: [("app".to_owned(), "ces".to_owned())].into(),
+            ..Default::default()
+        })
+    };
+    let headers = [("content-type", "application/vnd.kubernetes.protobuf"), ("accept", "application/json")];
+    let secret = pb::Secret {
+        metadata: metadata("s"),
+        data: [("k".to_owned(), b"v".to_vec())].into(),
+        r#type: Some("Opaque".into()),
+        ..Default::default()
+    };
+    let body = protobuf_body("Secret", &secret);
+    let (code, answer) = rig.send_bytes("POST", &rig.secrets(), &headers, body).await;
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!((&answer["data"], &answer["type"]), (&json!({"k": "dg=="}), &json!("Opaque")));
+    assert_eq!(answer["metadata"]["labels"], json!({"app": "ces"}));
+
+    let config_map = pb::ConfigMap {
+        metadata: metadata("c"),
+        data: [("a".to_owned(), "1".to_owned())].into(),
+        ..Default::default()
+    };
+    let body = protobuf_body("ConfigMap", &config_map);
+    let (code, answer) = rig.send_bytes("POST", &rig.configmaps(), &headers, body).await;
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(answer["data"], json!({"a": "1"}));
+    assert_eq!(answer["kind"], "ConfigMap");
 }
