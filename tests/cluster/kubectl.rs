@@ -79,3 +79,19 @@ async fn apply_wait_get_and_describe_with_the_real_kubectl() {
     assert!(events.contains("k8s-blueprint-operator"), "from the operator: {events}");
     scene.shutdown().await;
 }
+
+/// `kubectl explain` reads the CRD's schema from the real server's OpenAPI v3 (the sandbox's twin:
+/// `reliability::sandbox_gaps::kubectl_explain_reads_the_crd_schema`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_reads_the_crd_schema() {
+    // The server publishes a new CRD's schema a moment after the CRD is established: wait for it.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let explained = loop {
+        match kubectl(&["explain", "blueprint.spec"]).await {
+            Ok(explained) => break explained,
+            Err(problem) if tokio::time::Instant::now() > deadline => panic!("{problem}"),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+        }
+    };
+    crate::reliability::sandbox_gaps::assert_explains_the_blueprint_spec(&explained);
+}

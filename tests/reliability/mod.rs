@@ -6,6 +6,6 @@ mod debounce;
 mod decoding;
 mod files;
 mod leader;
-mod sandbox_gaps;
+pub mod sandbox_gaps;
 mod shutdown;
 mod size_and_flood;

@@ -278,3 +278,28 @@ async fn kubectl_creates_secrets_and_config_maps() {
     assert_eq!(secret["data"]["password"], "czNjcmV0");
     sandbox.shutdown().await;
 }
+
+/// What `kubectl explain blueprint.spec` must say on either server: the kind, the field's own
+/// description and its fields.
+pub fn assert_explains_the_blueprint_spec(explained: &str) {
+    assert!(explained.contains("KIND:       Blueprint"), "{explained}");
+    assert!(explained.contains("GROUP:      k8s.cloudogu.com"), "{explained}");
+    assert!(explained.contains("The wanted state of the ecosystem (required;"), "{explained}");
+    for field in ["allowDoguNamespaceSwitch", "blueprint\t<Object>", "blueprintMask", "stopped"] {
+        assert!(explained.contains(field), "{field}: {explained}");
+    }
+}
+
+/// The finding: `kubectl explain blueprint.spec` failed (no schemas in the sandbox's OpenAPI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_reads_the_crd_schema() {
+    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
+
+    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
+    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (explained, text) =
+        tokio::task::spawn_blocking(move || kubectl_against(address, &["explain", "blueprint.spec"])).await.unwrap();
+    assert!(explained, "{text}");
+    assert_explains_the_blueprint_spec(&text);
+    sandbox.shutdown().await;
+}

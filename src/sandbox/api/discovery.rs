@@ -1,6 +1,6 @@
 //! Discovery: `/version`, `/api`, `/apis` and the resource lists kubectl and kube's discovery read,
-//! and stub OpenAPI v3 documents (just enough for kubectl: every kind is schemaless and every write
-//! declares `fieldValidation`, so kubectl leaves validation to the server).
+//! and OpenAPI v3 documents: the CRDs' own schemas (what `kubectl explain` reads), the built-in kinds
+//! schemaless; every write declares `fieldValidation`, so kubectl leaves validation to the server.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Emulator;
 use super::error::ApiError;
+use super::resources::{self, ResourceType};
 use super::serve::{error_response, json_response};
 
 impl Emulator {
@@ -83,7 +84,10 @@ impl Emulator {
             } else {
                 format!("{}.{}.{}", reversed.join("."), r.version, r.kind)
             };
-            schemas.insert(schema_name, json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "x-kubernetes-group-version-kind": [gvk]}));
+            let mut schema = crd_schema(r)
+                .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+            schema["x-kubernetes-group-version-kind"] = json!([gvk]);
+            schemas.insert(schema_name, schema);
         }
         json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.34.0"}, "paths": paths, "components": {"schemas": schemas}})
     }
@@ -133,4 +137,13 @@ impl Emulator {
         let group_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list})
     }
+}
+
+/// The schema of a custom resource's version, from its CRD (what the real server publishes).
+fn crd_schema(resource: &ResourceType) -> Option<Value> {
+    let crd = resources::crds()
+        .into_iter()
+        .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural)?;
+    let version = crd.spec.versions.into_iter().find(|v| v.name == resource.version)?;
+    serde_json::to_value(version.schema?.open_api_v3_schema?).ok()
 }

@@ -177,5 +177,6 @@ on_both_servers!(
     tables_of_built_in_kinds,
     secret_string_data_becomes_data,
     protobuf_bodies_create_config_maps_and_secrets,
+    openapi_v3_serves_the_crds_schemas,
     a_reflector_follows_changes,
 );

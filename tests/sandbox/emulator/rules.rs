@@ -465,3 +465,27 @@ pub async fn protobuf_bodies_create_config_maps_and_secrets(rig: Rig) {
     assert_eq!(answer["data"], json!({"a": "1"}));
     assert_eq!(answer["kind"], "ConfigMap");
 }
+
+/// Kubernetes rule: `/openapi/v3` lists a document per group version, and a custom resource's schema
+/// in it is its CRD's, marked with its group, version and kind (what `kubectl explain` reads).
+pub async fn openapi_v3_serves_the_crds_schemas(rig: Rig) {
+    let (code, root) = rig.call("GET", "/openapi/v3", JSON, Value::Null).await;
+    assert_eq!(code, 200);
+    let url = root["paths"]["apis/k8s.cloudogu.com/v2"]["serverRelativeURL"].as_str().expect("the group is listed");
+    let (code, document) = rig.call("GET", url, JSON, Value::Null).await;
+    assert_eq!(code, 200);
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    let gvk = json!([{"group": "k8s.cloudogu.com", "version": "v2", "kind": "Blueprint"}]);
+    let (name, blueprint) =
+        schemas.iter().find(|(_, s)| s["x-kubernetes-group-version-kind"] == gvk).expect("the Blueprint's schema");
+    assert_eq!(name, "com.cloudogu.k8s.v2.Blueprint");
+    let crd = blueprint_machine::api::blueprint_crd();
+    let wanted =
+        serde_json::to_value(crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap())
+            .unwrap();
+    let keys = |schema: &Value| {
+        schema["properties"]["spec"]["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(keys(blueprint), keys(&wanted));
+    assert_eq!(blueprint["properties"]["spec"]["description"], wanted["properties"]["spec"]["description"]);
+}
