@@ -27,7 +27,6 @@ pub mod store;
 mod access;
 mod discovery;
 mod error;
-mod events;
 mod faults;
 mod patch;
 pub mod protobuf;

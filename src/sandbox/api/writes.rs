@@ -7,7 +7,6 @@
 use serde_json::{Value, json};
 
 use super::error::{ApiError, not_found};
-use super::events::mirror_event;
 use super::managed::{ManagedFields, Writer};
 use super::resources::ResourceType;
 use super::store::Change;
@@ -101,7 +100,6 @@ impl Emulator {
             managed
         });
         managed.write(&mut object);
-        mirror_event(&mut store, resource, Change::Added, &object, version);
         store.record(key, Change::Added, object.clone(), version);
         Ok(object)
     }
@@ -223,7 +221,6 @@ impl Emulator {
         } else {
             Change::Modified
         };
-        mirror_event(&mut store, resource, change, &next, version);
         store.record(key, change, next.clone(), version);
         Ok(next)
     }
