@@ -1,6 +1,7 @@
 //! Against a real kube-apiserver with etcd (built by `make kube`, started once per test process):
-//! the CRDs, kubectl, the end-to-end scenarios, least-privilege RBAC, leader election, and the API
-//! emulator's rules (each the twin of an emulator test).
+//! the CRDs, kubectl, least-privilege RBAC and leader election. The end-to-end scenarios and the API
+//! emulator's rules run here too, from their own folders (`sandbox::e2e::on_kube_apiserver`,
+//! `sandbox::emulator::on_kube_apiserver`).
 
 mod crds;
 mod kubectl;
