@@ -9,7 +9,8 @@
 //!
 //! The public surface is what its users need: the Kubernetes types ([`api`]), the observation and the
 //! decision with their parts, the names of shared objects ([`naming`]), the config format shared with
-//! the dogu operator ([`config_format`]), dogu descriptors ([`descriptor`]), the condition and event
+//! the dogu operator ([`config_format`]), the conversion between the Blueprint API's versions
+//! ([`conversion`]), dogu descriptors ([`descriptor`]), the condition and event
 //! reasons, and the entry functions. Everything else is private to the crate.
 
 #![warn(unreachable_pub)]
@@ -17,6 +18,7 @@
 pub mod api;
 pub mod conditions;
 pub mod config_format;
+pub mod conversion;
 pub mod decision;
 pub mod descriptor;
 pub mod events;

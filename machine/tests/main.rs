@@ -2,5 +2,6 @@
 //! on a model cluster, and the machine's part of the reliability findings. One test binary.
 
 mod acceptance;
+mod conversion;
 mod properties;
 mod reliability;

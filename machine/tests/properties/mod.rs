@@ -4,6 +4,7 @@
 //! comment on each names the break that was run and made it fail.
 
 mod bad_input;
+mod conversion;
 mod generate;
 mod history;
 mod model;
