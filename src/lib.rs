@@ -23,3 +23,4 @@ pub mod run;
 pub mod sandbox;
 pub mod status;
 pub mod telemetry;
+pub mod webhook;

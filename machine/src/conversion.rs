@@ -19,9 +19,6 @@
 
 use serde_json::{Map, Value, json};
 
-/// The API group of Blueprints.
-const GROUP: &str = "k8s.cloudogu.com";
-
 /// On a v2 object: the fields of its v3 form that v2 cannot hold, as JSON (reserved: do not write it).
 pub const V3_FIELDS_ANNOTATION: &str = "blueprint.k8s.cloudogu.com/v3-fields";
 
@@ -33,19 +30,22 @@ pub enum ApiVersion {
 }
 
 impl ApiVersion {
-    /// `k8s.cloudogu.com/v2` or `k8s.cloudogu.com/v3`.
-    pub fn parse(api_version: &str) -> Option<ApiVersion> {
-        match api_version.strip_prefix(GROUP)?.strip_prefix('/')? {
-            "v2" => Some(ApiVersion::V2),
-            "v3" => Some(ApiVersion::V3),
+    /// The group and version of an `apiVersion` such as `k8s.cloudogu.com/v3`. Any group: the tests
+    /// install the same kind under a group of their own.
+    pub fn parse(api_version: &str) -> Option<(&str, ApiVersion)> {
+        let (group, version) = api_version.split_once('/')?;
+        match version {
+            "v2" => Some((group, ApiVersion::V2)),
+            "v3" => Some((group, ApiVersion::V3)),
             _ => None,
         }
     }
 
+    /// `v2` or `v3`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ApiVersion::V2 => "k8s.cloudogu.com/v2",
-            ApiVersion::V3 => "k8s.cloudogu.com/v3",
+            ApiVersion::V2 => "v2",
+            ApiVersion::V3 => "v3",
         }
     }
 }
@@ -57,13 +57,13 @@ pub enum ConversionError {
     NotAnObject,
     #[error("kind {0:?} is not a Blueprint")]
     NotABlueprint(String),
-    #[error("apiVersion {0:?} is not a served Blueprint version (k8s.cloudogu.com/v2 or k8s.cloudogu.com/v3)")]
+    #[error("apiVersion {0:?} is not a served Blueprint version (v2 or v3, such as k8s.cloudogu.com/v3)")]
     UnknownVersion(String),
     #[error("{path} must be an object")]
     NotAnObjectAt { path: &'static str },
 }
 
-/// `object` (a Blueprint of either served version) in version `to`.
+/// `object` (a Blueprint of either served version) in version `to`, in the same group.
 pub fn convert(object: &Value, to: ApiVersion) -> Result<Value, ConversionError> {
     let fields = object.as_object().ok_or(ConversionError::NotAnObject)?;
     let kind = fields.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -71,14 +71,16 @@ pub fn convert(object: &Value, to: ApiVersion) -> Result<Value, ConversionError>
         return Err(ConversionError::NotABlueprint(kind.to_owned()));
     }
     let api_version = fields.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let from = ApiVersion::parse(api_version).ok_or_else(|| ConversionError::UnknownVersion(api_version.to_owned()))?;
+    let (group, from) =
+        ApiVersion::parse(api_version).ok_or_else(|| ConversionError::UnknownVersion(api_version.to_owned()))?;
+    let converted_version = format!("{group}/{}", to.as_str());
     let mut converted = object.clone();
     match (from, to) {
         (ApiVersion::V2, ApiVersion::V3) => to_v3(&mut converted)?,
         (ApiVersion::V3, ApiVersion::V2) => to_v2(&mut converted)?,
         _ => {}
     }
-    converted["apiVersion"] = json!(to.as_str());
+    converted["apiVersion"] = json!(converted_version);
     Ok(converted)
 }
 

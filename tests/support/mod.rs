@@ -2,5 +2,6 @@
 //! (`blueprint_machine::fixtures`, the same builders the machine's own tests use).
 
 pub mod logs;
+pub mod tls;
 
 pub use blueprint_machine::fixtures::*;

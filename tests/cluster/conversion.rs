@@ -1,0 +1,163 @@
+//! The conversion webhook on the real API server: a Blueprint CRD serving v2 and v3 (stored as v3,
+//! docs/api-versions.md), whose conversions the API server asks our `/convert` for, over TLS with the
+//! CA in the CRD's `caBundle`. Written in one version, read in the other, written back and read again:
+//! nothing is lost, and what v2 cannot hold survives a v2 client's edit of something else.
+//!
+//! The CRD lives in a group of its own (`conversion.test.cloudogu.com`), so that the other tests'
+//! Blueprints on the shared control plane never depend on this test's webhook. Its v3 schema is v2's
+//! with v3's shapes (the mask's `manifest`/`crRef`, `storageClassName`, `configRef`): the CRD the
+//! operator will ship, with the CEL rules, comes from the v3 types (not built yet).
+
+use serde_json::{Value, json};
+
+use super::control_plane;
+use crate::support::tls::serve_tls;
+
+const GROUP: &str = "conversion.test.cloudogu.com";
+
+/// The schema of v3, made from v2's.
+fn v3_schema(v2: &Value) -> Value {
+    let mut schema = v2.clone();
+    let spec = &mut schema["properties"]["spec"]["properties"];
+    let manifest = spec["blueprintMask"].clone();
+    spec["blueprintMask"] = json!({"type": "object", "properties": {
+        "manifest": manifest,
+        "crRef": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    }});
+    let blueprint = &mut spec["blueprint"]["properties"];
+    blueprint["dogus"]["items"]["properties"]["platformConfig"]["properties"]["resource"]["properties"]["storageClassName"] =
+        json!({"type": "string"});
+    let reference = json!({"type": "object", "properties": {"name": {"type": "string"}, "key": {"type": "string"}}, "required": ["name", "key"]});
+    blueprint["config"]["properties"]["dogus"]["additionalProperties"]["items"]["properties"]["configRef"] =
+        reference.clone();
+    blueprint["config"]["properties"]["global"]["items"]["properties"]["configRef"] = reference;
+    schema
+}
+
+/// The project's Blueprint CRD in the test's group, serving v2 and v3, converted by `endpoint`.
+fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let mut crd: Value = serde_json::to_value(blueprint_machine::api::blueprint_crd()).unwrap();
+    crd["metadata"]["name"] = json!(format!("blueprints.{GROUP}"));
+    crd["spec"]["group"] = json!(GROUP);
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    assert_eq!(v2["name"], "v2");
+    v2["storage"] = json!(false);
+    let mut v3 = v2.clone();
+    v3["name"] = json!("v3");
+    v3["storage"] = json!(true);
+    v3["schema"]["openAPIV3Schema"] = v3_schema(&v2["schema"]["openAPIV3Schema"]);
+    crd["spec"]["versions"] = json!([v2, v3]);
+    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": format!("{endpoint}/convert"), "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem)}
+    }});
+    crd
+}
+
+/// A v3 Blueprint with everything v2 cannot hold.
+fn v3_blueprint(namespace: &str) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v3"), "kind": "Blueprint",
+        "metadata": {"name": "blueprint-ces", "namespace": namespace},
+        "spec": {
+            "displayName": "converted",
+            "blueprint": {
+                "dogus": [{"name": "official/ldap", "version": "2.6.8-1", "platformConfig": {"resource": {"storageClassName": "fast", "minVolumeSize": "2Gi"}}}],
+                "components": [{"name": "k8s/k8s-longhorn", "version": "1.7.3"}],
+                "config": {"dogus": {"ldap": [{"key": "admin", "configRef": {"name": "ldap-settings", "key": "admin"}}]},
+                           "global": [{"key": "fqdn", "value": "ces.example.com"}]}
+            },
+            "blueprintMask": {"manifest": {"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}]}, "crRef": {"name": "mask"}}
+        }
+    })
+}
+
+async fn request(client: &kube::Client, method: &str, uri: &str, body: Option<&Value>) -> Value {
+    let mut builder = http::Request::builder().method(method).uri(uri);
+    if body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let response = client.send(builder.body(body.into()).unwrap()).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect_bytes().await.unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    assert!(status.is_success(), "{method} {uri}: {status}: {value}");
+    value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
+    let plane = control_plane::shared();
+    let webhook = serve_tls(blueprint_operator::webhook::router()).await;
+    let crd = two_version_crd(&webhook.endpoint, &webhook.ca_pem);
+    let admin = plane.client("default").await;
+    request(&admin, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(&crd)).await;
+    let established = tokio::task::spawn_blocking(move || {
+        control_plane::shared().kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            &format!("crd/blueprints.{GROUP}"),
+            "--timeout=60s",
+        ])
+    })
+    .await
+    .unwrap();
+    assert!(established.is_ok(), "{established:?}");
+    let namespace = plane.namespace("conversion");
+    let (v2_path, v3_path) = (
+        format!("/apis/{GROUP}/v2/namespaces/{namespace}/blueprints"),
+        format!("/apis/{GROUP}/v3/namespaces/{namespace}/blueprints"),
+    );
+
+    // The new CRD's versions are served a moment after it is established: wait for the create to work.
+    let v3 = v3_blueprint(&namespace);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let mut builder = http::Request::builder().method("POST").uri(&v3_path);
+        builder = builder.header("content-type", "application/json");
+        let response = admin.send(builder.body(v3.to_string().into_bytes().into()).unwrap()).await.unwrap();
+        if response.status().is_success() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the v3 create never succeeded: {}", response.status());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // Read as v2 (the API server asked the webhook): the manifest inline, the rest in the annotation.
+    let as_v2 = request(&admin, "GET", &format!("{v2_path}/blueprint-ces"), None).await;
+    assert_eq!(as_v2["apiVersion"], format!("{GROUP}/v2"));
+    assert_eq!(as_v2["spec"]["blueprintMask"], json!({"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}]}));
+    assert_eq!(as_v2["spec"]["blueprint"]["dogus"][0]["platformConfig"]["resource"], json!({"minVolumeSize": "2Gi"}));
+    let kept = &as_v2["metadata"]["annotations"][blueprint_machine::conversion::V3_FIELDS_ANNOTATION];
+    assert!(
+        kept.as_str().is_some_and(|k| k.contains("crRef") && k.contains("fast") && k.contains("ldap-settings")),
+        "{as_v2}"
+    );
+
+    // A v2 client edits something else and writes the whole object back (PUT through v2).
+    let mut edited = as_v2.clone();
+    edited["spec"]["displayName"] = json!("edited through v2");
+    request(&admin, "PUT", &format!("{v2_path}/blueprint-ces"), Some(&edited)).await;
+
+    // Read as v3: the edit, and every v3-only field as it was.
+    let as_v3 = request(&admin, "GET", &format!("{v3_path}/blueprint-ces"), None).await;
+    let mut expected = v3["spec"].clone();
+    expected["displayName"] = json!("edited through v2");
+    assert_eq!(as_v3["spec"], expected, "{as_v3}");
+    assert_eq!(as_v3["metadata"].get("annotations"), None, "no trace of the conversion in v3: {as_v3}");
+
+    // A list in v2 converts every item.
+    let listed = request(&admin, "GET", &v2_path, None).await;
+    assert_eq!(listed["items"][0]["spec"]["displayName"], "edited through v2");
+
+    request(
+        &admin,
+        "DELETE",
+        &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/blueprints.{GROUP}"),
+        None,
+    )
+    .await;
+    webhook.task.abort();
+}
