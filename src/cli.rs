@@ -94,6 +94,21 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         explain: Option<usize>,
     },
+    /// Offline: convert Blueprints between API versions (v2 and v3), losslessly: what v2 cannot hold
+    /// of a v3 Blueprint is kept in an annotation and comes back on the way to v3.
+    ///
+    /// Documents of other kinds pass through unchanged. Exit code 0: converted; 1: an error (stderr).
+    Convert {
+        /// The file (YAML or JSON, one or more documents); `-`: standard input.
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        /// The version to convert to.
+        #[arg(long, value_enum, default_value = "v3")]
+        to: crate::convert::Target,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        output: crate::convert::Output,
+    },
     /// Print a CRD manifest.
     Crd {
         #[arg(value_enum, default_value = "blueprint")]
@@ -184,6 +199,18 @@ pub fn main() -> ExitCode {
                 Err(error) => {
                     eprintln!("error: {error}");
                     ExitCode::from(2)
+                }
+            }
+        }
+        Command::Convert { file, to, output } => {
+            match crate::convert::run(&crate::convert::ConvertArgs { file, to, output }) {
+                Ok(converted) => {
+                    print!("{converted}");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(1)
                 }
             }
         }

@@ -30,14 +30,29 @@ pub enum FileError {
 
 /// The file's bytes, if it holds at most `limit` of them.
 pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
-    let shown = || path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| FileError::Io { path: shown(), source })?;
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| FileError::Io { path: shown.clone(), source })?;
+    read_bounded(file, shown, limit)
+}
+
+/// What `reader` gives, if it is at most `limit` bytes (`name` says where it came from in errors).
+fn read_bounded(reader: impl Read, name: String, limit: u64) -> Result<Vec<u8>, FileError> {
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|source| FileError::Io { path: shown(), source })?;
+    reader.take(limit + 1).read_to_end(&mut bytes).map_err(|source| FileError::Io { path: name.clone(), source })?;
     if bytes.len() as u64 > limit {
-        return Err(FileError::TooLarge { path: shown(), limit_mib: limit.div_ceil(MIB) });
+        return Err(FileError::TooLarge { path: name, limit_mib: limit.div_ceil(MIB) });
     }
     Ok(bytes)
+}
+
+/// The text of the file, or of standard input when the path is `-`, if it holds at most `limit` bytes.
+pub fn read_text_or_stdin(path: &Path, limit: u64) -> Result<String, FileError> {
+    if path != Path::new("-") {
+        return read_text(path, limit);
+    }
+    let name = "standard input".to_owned();
+    String::from_utf8(read_bounded(std::io::stdin().lock(), name.clone(), limit)?)
+        .map_err(|_| FileError::NotText { path: name })
 }
 
 /// The file's text, if it holds at most `limit` bytes.

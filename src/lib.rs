@@ -7,6 +7,7 @@ pub mod caches;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod convert;
 pub mod crd;
 pub mod descriptors;
 pub mod executor;

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod cluster;
+mod convert_cli;
 mod crd;
 mod journal;
 mod plan_cli;

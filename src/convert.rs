@@ -1,0 +1,90 @@
+//! `blueprint-operator convert`: Blueprints converted between API versions offline, for GitOps
+//! repositories, by the same function as the conversion webhook (docs/api-versions.md). A file may
+//! hold many documents: Blueprints are converted, documents of other kinds pass through unchanged.
+
+use std::path::PathBuf;
+
+use blueprint_machine::conversion::{ApiVersion, ConversionError, convert};
+use serde_json::{Value, json};
+
+use crate::files::{BLUEPRINT_FILE_LIMIT, FileError, read_text_or_stdin};
+
+/// The version to convert to.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    V2,
+    V3,
+}
+
+/// How the converted documents are printed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// YAML documents separated by `---` (keys sorted).
+    Yaml,
+    /// One JSON object; more than one document: a `List` of them, as kubectl prints.
+    Json,
+}
+
+pub struct ConvertArgs {
+    /// The file (`-`: standard input).
+    pub file: PathBuf,
+    pub to: Target,
+    pub output: Output,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{file}: not valid YAML or JSON: {reason}")]
+    NotYaml { file: String, reason: String },
+    #[error("{file}: no document in it")]
+    Empty { file: String },
+    #[error("{file}: document {index}: {source}")]
+    Conversion { file: String, index: usize, source: ConversionError },
+}
+
+/// The converted documents, printed.
+pub fn run(args: &ConvertArgs) -> Result<String, ConvertError> {
+    let file =
+        if args.file == std::path::Path::new("-") { "standard input".into() } else { args.file.display().to_string() };
+    let text = read_text_or_stdin(&args.file, BLUEPRINT_FILE_LIMIT)?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| ConvertError::NotYaml { file: file.clone(), reason: e.to_string() })?;
+    let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    if documents.is_empty() {
+        return Err(ConvertError::Empty { file });
+    }
+    let to = match args.to {
+        Target::V2 => ApiVersion::V2,
+        Target::V3 => ApiVersion::V3,
+    };
+    let converted = documents
+        .into_iter()
+        .enumerate()
+        .map(|(index, document)| {
+            if document.get("kind").and_then(Value::as_str) != Some("Blueprint") {
+                return Ok(document);
+            }
+            convert(&document, to).map_err(|source| ConvertError::Conversion {
+                file: file.clone(),
+                index: index + 1,
+                source,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(match args.output {
+        Output::Yaml => converted
+            .iter()
+            .map(|document| serde_saphyr::to_string(document).expect("JSON values print as YAML"))
+            .collect::<Vec<_>>()
+            .join("---\n"),
+        Output::Json => {
+            let value = match <[Value; 1]>::try_from(converted) {
+                Ok([one]) => one,
+                Err(many) => json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            format!("{}\n", serde_json::to_string_pretty(&value).expect("JSON values print"))
+        }
+    })
+}

@@ -1,0 +1,88 @@
+//! `blueprint-operator convert` as a user runs it: the real binary, files and standard input, exit
+//! codes and messages.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn convert(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .arg("convert")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/upgrade/blueprint.yaml").display().to_string()
+}
+
+#[test]
+fn an_example_goes_to_v3_and_back_through_standard_input_unchanged() {
+    let original: Value = serde_saphyr::from_str(&std::fs::read_to_string(example()).unwrap()).unwrap();
+    let v3 = convert(&["-f", &example()], None);
+    assert!(v3.status.success(), "{}", text(&v3.stderr));
+    let v3_text = text(&v3.stdout);
+    assert!(v3_text.starts_with("apiVersion: k8s.cloudogu.com/v3\n"), "{v3_text}");
+    let v3_value: Value = serde_saphyr::from_str(&v3_text).unwrap();
+    assert_eq!(v3_value["spec"]["blueprintMask"]["manifest"], original["spec"]["blueprintMask"]);
+    let back = convert(&["-f", "-", "--to", "v2", "-o", "json"], Some(&v3_text));
+    assert!(back.status.success(), "{}", text(&back.stderr));
+    let back: Value = serde_json::from_slice(&back.stdout).unwrap();
+    assert_eq!(back, original);
+}
+
+#[test]
+fn other_kinds_pass_and_many_documents_print_as_a_list() {
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\n\
+                 apiVersion: k8s.cloudogu.com/v3\nkind: Blueprint\nmetadata: {name: b}\n\
+                 spec: {blueprintMask: {crRef: {name: mask}}}\n";
+    let output = convert(&["-f", "-", "--to", "v2", "-o", "json"], Some(input));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"][0], json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}));
+    assert_eq!(list["items"][1]["apiVersion"], "k8s.cloudogu.com/v2");
+    assert_eq!(list["items"][1]["spec"], json!({}), "the mask reference went into the annotation");
+    let kept = list["items"][1]["metadata"]["annotations"]["blueprint.k8s.cloudogu.com/v3-fields"].as_str().unwrap();
+    assert!(kept.contains(r#""crRef":{"name":"mask"}"#), "{kept}");
+}
+
+#[test]
+fn what_cannot_be_converted_is_an_error_with_exit_code_1() {
+    let cases = [
+        (
+            "apiVersion: k8s.cloudogu.com/v1\nkind: Blueprint\n",
+            "error: standard input: document 1: apiVersion \"k8s.cloudogu.com/v1\" is not a served Blueprint version (v2 or v3, such as k8s.cloudogu.com/v3)\n",
+        ),
+        (
+            "apiVersion: k8s.cloudogu.com/v3\nkind: Blueprint\nspec: {blueprintMask: all}\n",
+            "error: standard input: document 1: spec.blueprintMask must be an object\n",
+        ),
+        ("", "error: standard input: no document in it\n"),
+    ];
+    for (input, message) in cases {
+        let output = convert(&["-f", "-", "--to", "v2"], Some(input));
+        assert_eq!(output.status.code(), Some(1), "{input}");
+        assert_eq!(text(&output.stderr), message);
+        assert!(output.stdout.is_empty(), "nothing printed on an error");
+    }
+    let missing = convert(&["-f", "/nonexistent/blueprint.yaml"], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).starts_with("error: /nonexistent/blueprint.yaml: cannot read the file"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
