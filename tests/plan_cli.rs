@@ -326,3 +326,22 @@ proptest::proptest! {
         }
     }
 }
+
+/// The finding (issue "Adoption"): a wanted version the dogu registry does not have exited 2 with
+/// nothing on stderr, while the README promised 1 and the reason.
+#[test]
+fn a_version_the_registry_does_not_have_is_an_error_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let blueprint = dir.path().join("unknown-version.yaml");
+    let text = std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap();
+    assert!(text.contains(r#"version: "2.6.8-3""#));
+    std::fs::write(&blueprint, text.replace(r#"version: "2.6.8-3""#, r#"version: "9.9.9-1""#)).unwrap();
+    let output = plan_example(blueprint.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output),
+        "error: the blueprint is invalid: remote dogu registry has no dogu specification for at least one wanted dogu: \
+         dogu \"official/ldap\" with version \"9.9.9-1\" could not be found\n"
+    );
+    assert!(stdout(&output).contains("Blocked (Valid False)"), "the plan is still printed: {}", stdout(&output));
+}

@@ -74,16 +74,16 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
 }
 
 fn exit(decision: &Decision) -> (i32, Option<String>) {
-    let valid_message = || {
-        decision
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == conditions::VALID))
-            .map(|c| c.message.clone())
-            .unwrap_or_default()
-    };
+    let valid = decision.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == conditions::VALID));
+    let valid_message = || valid.map(|c| c.message.clone()).unwrap_or_default();
     match decision.state {
         State::Invalid => (1, Some(format!("the blueprint is invalid: {}", valid_message()))),
+        // The registry answered, and has no such dogu version (Valid=False): in a cluster the operator
+        // asks again later, but for this plan the blueprint is invalid. Without an answer (no
+        // --descriptors, an unreachable registry: Valid=Unknown) the plan stands.
+        State::ValidationPending if valid.is_some_and(|c| c.status == "False") => {
+            (1, Some(format!("the blueprint is invalid: {}", valid_message())))
+        }
         State::MultipleBlueprints => {
             (1, Some("more than one Blueprint in the namespace; none would be processed".into()))
         }
