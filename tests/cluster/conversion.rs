@@ -3,8 +3,9 @@
 //! CA in the CRD's `caBundle`. Written in one version, read in the other, written back and read again:
 //! nothing is lost, and what v2 cannot hold survives a v2 client's edit of something else.
 //!
-//! The CRD lives in a group of its own (`conversion.test.cloudogu.com`), so that the other tests'
-//! Blueprints on the shared control plane never depend on this test's webhook. Its v3 schema is v2's
+//! The CRD lives in a group of its own (`conversion.test.cloudogu.com`) under names of its own
+//! (`convertedblueprints`, no short name; the kind stays `Blueprint`), so that the other tests'
+//! Blueprints, and kubectl's `blueprint`/`bp` on the shared control plane, never meet it. Its v3 schema is v2's
 //! with v3's shapes (the mask's `manifest`/`crRef`, `storageClassName`, `configRef`): the CRD the
 //! operator will ship, with the CEL rules, comes from the v3 types (not built yet).
 
@@ -14,6 +15,7 @@ use super::control_plane;
 use crate::support::tls::serve_tls;
 
 const GROUP: &str = "conversion.test.cloudogu.com";
+const PLURAL: &str = "convertedblueprints";
 
 /// The schema of v3, made from v2's.
 fn v3_schema(v2: &Value) -> Value {
@@ -38,8 +40,10 @@ fn v3_schema(v2: &Value) -> Value {
 fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
     use base64::Engine;
     let mut crd: Value = serde_json::to_value(blueprint_machine::api::blueprint_crd()).unwrap();
-    crd["metadata"]["name"] = json!(format!("blueprints.{GROUP}"));
+    crd["metadata"]["name"] = json!(format!("{PLURAL}.{GROUP}"));
     crd["spec"]["group"] = json!(GROUP);
+    crd["spec"]["names"] =
+        json!({"kind": "Blueprint", "listKind": "BlueprintList", "plural": PLURAL, "singular": "convertedblueprint"});
     let mut v2 = crd["spec"]["versions"][0].clone();
     assert_eq!(v2["name"], "v2");
     v2["storage"] = json!(false);
@@ -98,7 +102,7 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
         control_plane::shared().kubectl(&[
             "wait",
             "--for=condition=Established",
-            &format!("crd/blueprints.{GROUP}"),
+            &format!("crd/{PLURAL}.{GROUP}"),
             "--timeout=60s",
         ])
     })
@@ -107,8 +111,8 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     assert!(established.is_ok(), "{established:?}");
     let namespace = plane.namespace("conversion");
     let (v2_path, v3_path) = (
-        format!("/apis/{GROUP}/v2/namespaces/{namespace}/blueprints"),
-        format!("/apis/{GROUP}/v3/namespaces/{namespace}/blueprints"),
+        format!("/apis/{GROUP}/v2/namespaces/{namespace}/{PLURAL}"),
+        format!("/apis/{GROUP}/v3/namespaces/{namespace}/{PLURAL}"),
     );
 
     // The new CRD's versions are served a moment after it is established: wait for the create to work.
@@ -155,7 +159,7 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     request(
         &admin,
         "DELETE",
-        &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/blueprints.{GROUP}"),
+        &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}"),
         None,
     )
     .await;
