@@ -1,13 +1,12 @@
 //! The conversion webhook on the real API server: a Blueprint CRD serving v2 and v3 (stored as v3,
 //! docs/api-versions.md), whose conversions the API server asks our `/convert` for, over TLS with the
 //! CA in the CRD's `caBundle`. Written in one version, read in the other, written back and read again:
-//! nothing is lost, and what v2 cannot hold survives a v2 client's edit of something else.
+//! nothing is lost, and what v2 cannot hold survives a v2 client's edit of something else. And v3's
+//! CEL rules (`blueprint_machine::api::v3`), as the real server compiles and evaluates them.
 //!
 //! The CRD lives in a group of its own (`conversion.test.cloudogu.com`) under names of its own
 //! (`convertedblueprints`, no short name; the kind stays `Blueprint`), so that the other tests'
-//! Blueprints, and kubectl's `blueprint`/`bp` on the shared control plane, never meet it. Its v3 schema is v2's
-//! with v3's shapes (the mask's `manifest`/`crRef`, `storageClassName`, `configRef`): the CRD the
-//! operator will ship, with the CEL rules, comes from the v3 types (not built yet).
+//! Blueprints, and kubectl's `blueprint`/`bp` on the shared control plane, never meet it.
 
 use serde_json::{Value, json};
 
@@ -16,25 +15,6 @@ use crate::support::tls::serve_tls;
 
 const GROUP: &str = "conversion.test.cloudogu.com";
 const PLURAL: &str = "convertedblueprints";
-
-/// The schema of v3, made from v2's.
-fn v3_schema(v2: &Value) -> Value {
-    let mut schema = v2.clone();
-    let spec = &mut schema["properties"]["spec"]["properties"];
-    let manifest = spec["blueprintMask"].clone();
-    spec["blueprintMask"] = json!({"type": "object", "properties": {
-        "manifest": manifest,
-        "crRef": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-    }});
-    let blueprint = &mut spec["blueprint"]["properties"];
-    blueprint["dogus"]["items"]["properties"]["platformConfig"]["properties"]["resource"]["properties"]["storageClassName"] =
-        json!({"type": "string"});
-    let reference = json!({"type": "object", "properties": {"name": {"type": "string"}, "key": {"type": "string"}}, "required": ["name", "key"]});
-    blueprint["config"]["properties"]["dogus"]["additionalProperties"]["items"]["properties"]["configRef"] =
-        reference.clone();
-    blueprint["config"]["properties"]["global"]["items"]["properties"]["configRef"] = reference;
-    schema
-}
 
 /// The project's Blueprint CRD in the test's group, serving v2 and v3, converted by `endpoint`.
 fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
@@ -50,7 +30,7 @@ fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
     let mut v3 = v2.clone();
     v3["name"] = json!("v3");
     v3["storage"] = json!(true);
-    v3["schema"]["openAPIV3Schema"] = v3_schema(&v2["schema"]["openAPIV3Schema"]);
+    v3["schema"]["openAPIV3Schema"] = blueprint_machine::api::v3::blueprint_v3_schema(&v2["schema"]["openAPIV3Schema"]);
     crd["spec"]["versions"] = json!([v2, v3]);
     crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
@@ -59,7 +39,15 @@ fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
     crd
 }
 
-/// A v3 Blueprint with everything v2 cannot hold.
+/// The same Blueprint with its mask in a BlueprintMask object.
+fn by_reference(namespace: &str) -> Value {
+    let mut blueprint = v3_blueprint(namespace);
+    blueprint["metadata"]["name"] = json!("by-reference");
+    blueprint["spec"]["blueprintMask"] = json!({"crRef": {"name": "mask"}});
+    blueprint
+}
+
+/// A v3 Blueprint with what v2 cannot hold (besides a mask reference: `by_reference`).
 fn v3_blueprint(namespace: &str) -> Value {
     json!({
         "apiVersion": format!("{GROUP}/v3"), "kind": "Blueprint",
@@ -72,7 +60,7 @@ fn v3_blueprint(namespace: &str) -> Value {
                 "config": {"dogus": {"ldap": [{"key": "admin", "configRef": {"name": "ldap-settings", "key": "admin"}}]},
                            "global": [{"key": "fqdn", "value": "ces.example.com"}]}
             },
-            "blueprintMask": {"manifest": {"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}]}, "crRef": {"name": "mask"}}
+            "blueprintMask": {"manifest": {"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}]}}
         }
     })
 }
@@ -135,10 +123,7 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     assert_eq!(as_v2["spec"]["blueprintMask"], json!({"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}]}));
     assert_eq!(as_v2["spec"]["blueprint"]["dogus"][0]["platformConfig"]["resource"], json!({"minVolumeSize": "2Gi"}));
     let kept = &as_v2["metadata"]["annotations"][blueprint_machine::conversion::V3_FIELDS_ANNOTATION];
-    assert!(
-        kept.as_str().is_some_and(|k| k.contains("crRef") && k.contains("fast") && k.contains("ldap-settings")),
-        "{as_v2}"
-    );
+    assert!(kept.as_str().is_some_and(|k| k.contains("fast") && k.contains("ldap-settings")), "{as_v2}");
 
     // A v2 client edits something else and writes the whole object back (PUT through v2).
     let mut edited = as_v2.clone();
@@ -155,6 +140,60 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     // A list in v2 converts every item.
     let listed = request(&admin, "GET", &v2_path, None).await;
     assert_eq!(listed["items"][0]["spec"]["displayName"], "edited through v2");
+
+    // A mask reference: v2 has no mask at all, and v3 gets the reference back.
+    let reference = by_reference(&namespace);
+    request(&admin, "POST", &v3_path, Some(&reference)).await;
+    let as_v2 = request(&admin, "GET", &format!("{v2_path}/by-reference"), None).await;
+    assert_eq!(as_v2["spec"].get("blueprintMask"), None, "{as_v2}");
+    let as_v3 = request(&admin, "GET", &format!("{v3_path}/by-reference"), None).await;
+    assert_eq!(as_v3["spec"], reference["spec"]);
+
+    // v3's rules, evaluated by the API server: each broken document is refused with its rule's message.
+    type Change = fn(&mut Value);
+    let cases: [(&str, Change, &str); 6] = [
+        (
+            "no-version",
+            |d| _ = d["spec"]["blueprint"]["dogus"][0].as_object_mut().unwrap().remove("version"),
+            "dogu version must not be empty",
+        ),
+        (
+            "both-masks",
+            |d| d["spec"]["blueprintMask"]["crRef"] = json!({"name": "mask"}),
+            "blueprintMask: manifest and crRef are mutually exclusive",
+        ),
+        (
+            "absent-with-value",
+            |d| d["spec"]["blueprint"]["config"]["global"][0]["absent"] = json!(true),
+            "an absent config entry has no value, secretRef or configRef",
+        ),
+        (
+            "sensitive-value",
+            |d| d["spec"]["blueprint"]["config"]["global"][0]["sensitive"] = json!(true),
+            "a sensitive config entry has no value (use secretRef)",
+        ),
+        (
+            "value-and-ref",
+            |d| d["spec"]["blueprint"]["config"]["dogus"]["ldap"][0]["value"] = json!("x"),
+            "value and configRef are mutually exclusive",
+        ),
+        (
+            "secret-and-config",
+            |d| d["spec"]["blueprint"]["config"]["dogus"]["ldap"][0]["secretRef"] = json!({"name": "s", "key": "k"}),
+            "secretRef and configRef are mutually exclusive",
+        ),
+    ];
+    for (name, change, message) in cases {
+        let mut document = v3_blueprint(&namespace);
+        document["metadata"]["name"] = json!(name);
+        change(&mut document);
+        let builder = http::Request::builder().method("POST").uri(&v3_path).header("content-type", "application/json");
+        let response = admin.send(builder.body(document.to_string().into_bytes().into()).unwrap()).await.unwrap();
+        let code = response.status().as_u16();
+        let answer: Value = serde_json::from_slice(&response.into_body().collect_bytes().await.unwrap()).unwrap();
+        assert_eq!(code, 422, "{name}: {answer}");
+        assert!(answer["message"].as_str().unwrap().contains(message), "{name}: {answer}");
+    }
 
     request(
         &admin,

@@ -6,6 +6,7 @@ pub mod component;
 pub mod dogu;
 mod meta;
 mod schema;
+pub mod v3;
 
 pub use blueprint::*;
 pub use component::{Component, ComponentSpec, ComponentStatus};
