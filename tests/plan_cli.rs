@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const NOW: &str = "2026-12-01T10:00:00Z";
 
@@ -344,4 +344,40 @@ fn a_version_the_registry_does_not_have_is_an_error_with_the_reason() {
          dogu \"official/ldap\" with version \"9.9.9-1\" could not be found\n"
     );
     assert!(stdout(&output).contains("Blocked (Valid False)"), "the plan is still printed: {}", stdout(&output));
+}
+
+/// `plan` reads v3 Blueprints (in their v2 form, which this operator reconciles): the upgrade example
+/// in v3 plans exactly as in v2; v3 fields it does not apply yet are named in a warning.
+#[test]
+fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_named() {
+    use blueprint_machine::conversion::{ApiVersion, convert};
+    let dir = tempfile::tempdir().unwrap();
+    let v2: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap()).unwrap();
+    let mut v3 = convert(&v2, ApiVersion::V3).unwrap();
+    let file = dir.path().join("v3.json");
+    std::fs::write(&file, v3.to_string()).unwrap();
+    let as_v2 = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &[]);
+    let as_v3 = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
+    assert_eq!(as_v3.status.code(), as_v2.status.code());
+    assert_eq!(stdout(&as_v3), stdout(&as_v2));
+    assert_eq!(stderr(&as_v3), "", "nothing v3-only, nothing to warn about");
+
+    v3["spec"]["blueprint"]["config"]["global"][0] =
+        json!({"key": "fqdn", "configRef": {"name": "settings", "key": "fqdn"}});
+    std::fs::write(&file, v3.to_string()).unwrap();
+    let with_reference = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
+    let warning = stderr(&with_reference);
+    assert!(
+        warning.starts_with("warning: the blueprint's v3 fields are not applied by this version of the operator yet: ")
+            && warning.contains(r#""configRef":{"key":"fqdn","name":"settings"}"#),
+        "{warning}"
+    );
+    // Its v2 form has an entry without a value: this operator cannot apply it yet, and says so.
+    assert_eq!(with_reference.status.code(), Some(1));
+    assert!(
+        warning.contains("error: the blueprint is invalid: ")
+            && warning.contains("config entry \"fqdn\" needs a value"),
+        "{warning}"
+    );
 }

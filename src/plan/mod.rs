@@ -102,6 +102,7 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
     let cluster = input::read_cluster(&args.cluster)?;
     let mut warnings: Vec<String> =
         cluster.ignored.iter().map(|o| format!("ignoring {o}: not an object the operator reads")).collect();
+    warnings.extend(input::v3_fields_not_applied(&blueprint));
 
     let namespace = args
         .namespace
