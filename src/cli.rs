@@ -31,7 +31,7 @@ pub enum Command {
     ///
     /// Exit code 0: nothing to do; 2: changes pending; 1: error or invalid blueprint.
     Plan {
-        /// The Blueprint (YAML or JSON).
+        /// The Blueprint (YAML or JSON, API v2 or v3); `-`: standard input.
         #[arg(short = 'f', long = "file")]
         blueprint: PathBuf,
         /// Cluster objects as `kubectl get dogus,components,configmaps,secrets -o yaml` prints them.

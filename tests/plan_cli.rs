@@ -381,3 +381,33 @@ fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_named() {
         "{warning}"
     );
 }
+
+/// `-f -` reads the Blueprint from standard input (issue "Adoption": `kubectl get bp -o yaml | plan -f -`).
+#[test]
+fn the_blueprint_may_come_from_standard_input() {
+    use std::io::Write;
+    let cluster = example("upgrade/cluster.yaml");
+    let descriptors = example("descriptors");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args([
+            "plan",
+            "-f",
+            "-",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--descriptors",
+            descriptors.to_str().unwrap(),
+        ])
+        .args(["--now", NOW])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let from_stdin = child.wait_with_output().unwrap();
+    let from_file = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &[]);
+    assert_eq!(from_stdin.status.code(), Some(2), "{}", stderr(&from_stdin));
+    assert_eq!(stdout(&from_stdin), stdout(&from_file));
+}

@@ -54,9 +54,10 @@ pub struct ClusterObjects {
     pub ignored: Vec<String>,
 }
 
-/// Reads exactly one Blueprint from a YAML or JSON file.
+/// Reads exactly one Blueprint from a YAML or JSON file, or from standard input when `file` is `-`.
 pub fn read_blueprint(file: &Path) -> Result<Blueprint, InputError> {
-    let text = read(file, crate::files::BLUEPRINT_FILE_LIMIT)?;
+    let text = crate::files::read_text_or_stdin(file, crate::files::BLUEPRINT_FILE_LIMIT)
+        .map_err(|e| InputError { file: file.to_owned(), message: without_path(&e) })?;
     blueprint_from_text(file, &text)
 }
 
