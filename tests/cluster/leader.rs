@@ -1,7 +1,8 @@
 //! Leader election, for real: two replicas of `run` (the operator's binary, each with a
 //! ServiceAccount of its own bound to the operator's Role) against one API server. Only the Lease
 //! holder writes; killing it (SIGKILL: no release) hands the Lease over and the install still
-//! converges. Run as a phase of the RBAC test, whose audit log shows who sent what.
+//! converges; a leader that gets SIGTERM gives the Lease up, and a waiting replica takes it at once.
+//! Run as a phase of the RBAC test, whose audit log shows who sent what.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -80,7 +81,7 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
     // The first replica takes the Lease; the second waits as a candidate.
     let leader = replica("replica-a", SERVICE_ACCOUNT, &tokens[0]);
     scene.wait_for(("coordination.k8s.io/v1", "Lease", LEASE), |l| holder(l) == "replica-a").await;
-    let _standby = replica("replica-b", STANDBY, &tokens[1]);
+    let standby = replica("replica-b", STANDBY, &tokens[1]);
 
     // The leader installs; the standby writes nothing meanwhile.
     scene.apply_blueprint(&default_blueprint()).await.unwrap();
@@ -96,6 +97,29 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "not completed after the handover: {}", conditions(&scene).await);
     assert!(!writes_of(&standby_user).is_empty(), "the new leader wrote");
+
+    // A rolling update: a new replica waits as a candidate, the leader gets SIGTERM and gives the Lease
+    // up, and the candidate takes it at its next attempt, not when the Lease would have expired (15 s).
+    let lease_reads = || plane.audited(&leader_user).iter().filter(|r| r.resource() == "leases").count();
+    let before = lease_reads();
+    let _successor = replica("replica-c", SERVICE_ACCOUNT, &tokens[0]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while lease_reads() == before {
+        assert!(std::time::Instant::now() < deadline, "the new replica never asked for the Lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let terminated = std::time::Instant::now();
+    let pid = i32::try_from(standby.0.id()).unwrap();
+    // SAFETY: kill(2) with a valid signal on our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    scene.wait_for(("coordination.k8s.io/v1", "Lease", LEASE), |l| holder(l) == "replica-c").await;
+    let handover = terminated.elapsed();
+    assert!(
+        handover < Duration::from_secs(8),
+        "the handover after SIGTERM took {handover:?}: the Lease was not released"
+    );
+    eprintln!("leader handover after SIGTERM: {handover:?}");
+    drop(standby);
     scene.shutdown().await;
     vec![leader_user, standby_user]
 }
