@@ -209,22 +209,21 @@ fn to_v2(object: &mut Value) -> Result<(), ConversionError> {
             }
         }
         if let Some(manifest) = spec.get_mut("blueprint").and_then(Value::as_object_mut) {
-            let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-            for dogu in manifest.get_mut("dogus").and_then(Value::as_array_mut).into_iter().flatten() {
-                let name = dogu.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let occurrence = seen.entry(name.clone()).or_default();
-                let class = dogu
-                    .pointer_mut("/platformConfig/resource")
-                    .and_then(Value::as_object_mut)
-                    .and_then(|resource| resource.remove("storageClassName"));
-                if let Some(class) = class {
-                    kept.storage_classes.push((name, *occurrence, class));
-                }
-                *occurrence += 1;
+            if let Some(dogus) = manifest.get_mut("dogus").and_then(Value::as_array_mut) {
+                for_each_occurrence(dogus, "name", |name, occurrence, dogu| {
+                    let class = dogu
+                        .get_mut("platformConfig")
+                        .and_then(|p| p.get_mut("resource"))
+                        .and_then(Value::as_object_mut)
+                        .and_then(|resource| resource.remove("storageClassName"));
+                    if let Some(class) = class {
+                        kept.storage_classes.push((name.to_owned(), occurrence, class));
+                    }
+                });
             }
             if let Some(config) = manifest.get_mut("config").and_then(Value::as_object_mut) {
                 for (dogu, entries) in config_entries(config) {
-                    for_each_entry(entries, |key, occurrence, entry| {
+                    for_each_occurrence(entries, "key", |key, occurrence, entry| {
                         if let Some(config_ref) = entry.remove("configRef") {
                             let place = EntryPlace { dogu: dogu.clone(), key: key.to_owned(), occurrence };
                             kept.config_refs.push((place, config_ref));
@@ -239,18 +238,11 @@ fn to_v2(object: &mut Value) -> Result<(), ConversionError> {
         if !fields.contains_key("metadata") {
             kept.created = Created::Metadata;
         }
-        let metadata = fields
-            .entry("metadata")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .ok_or(ConversionError::NotAnObjectAt { path: "metadata" })?;
+        let metadata = object_field(fields, "metadata").ok_or(ConversionError::NotAnObjectAt { path: "metadata" })?;
         if kept.created == Created::Nothing && !metadata.contains_key("annotations") {
             kept.created = Created::Annotations;
         }
-        let annotations = metadata
-            .entry("annotations")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
+        let annotations = object_field(metadata, "annotations")
             .ok_or(ConversionError::NotAnObjectAt { path: "metadata.annotations" })?;
         annotations.insert(V3_FIELDS_ANNOTATION.into(), json!(kept.to_json().to_string()));
     }
@@ -274,29 +266,21 @@ fn to_v3(object: &mut Value) -> Result<(), ConversionError> {
     if kept.storage_classes.is_empty() && kept.config_refs.is_empty() {
         return Ok(());
     }
-    let manifest = spec.entry("blueprint").or_insert_with(|| json!({}));
-    let Some(manifest) = manifest.as_object_mut() else {
-        return Err(ConversionError::NotAnObjectAt { path: "spec.blueprint" });
-    };
-    for (name, occurrence, class) in &kept.storage_classes {
-        // The dogu the class was taken from; none when a v2 edit removed it.
-        let dogu = manifest.get_mut("dogus").and_then(Value::as_array_mut).and_then(|dogus| {
-            dogus.iter_mut().filter(|d| d.get("name").and_then(Value::as_str) == Some(name)).nth(*occurrence)
-        });
-        if let Some(dogu) = dogu.and_then(Value::as_object_mut) {
-            let platform = dogu.entry("platformConfig").or_insert_with(|| json!({}));
-            if let Some(resource) = platform
-                .as_object_mut()
-                .map(|p| p.entry("resource").or_insert_with(|| json!({})))
-                .and_then(Value::as_object_mut)
+    let manifest = object_field(spec, "blueprint").ok_or(ConversionError::NotAnObjectAt { path: "spec.blueprint" })?;
+    if let Some(dogus) = manifest.get_mut("dogus").and_then(Value::as_array_mut) {
+        // Each class back on the dogu it was taken from; none when a v2 edit removed that dogu.
+        for_each_occurrence(dogus, "name", |name, occurrence, dogu| {
+            let class = kept.storage_classes.iter().find(|(n, o, _)| n == name && *o == occurrence);
+            if let Some((_, _, class)) = class
+                && let Some(resource) = object_field(dogu, "platformConfig").and_then(|p| object_field(p, "resource"))
             {
                 resource.insert("storageClassName".into(), class.clone());
             }
-        }
+        });
     }
     if let Some(config) = manifest.get_mut("config").and_then(Value::as_object_mut) {
         for (dogu, entries) in config_entries(config) {
-            for_each_entry(entries, |key, occurrence, entry| {
+            for_each_occurrence(entries, "key", |key, occurrence, entry| {
                 let place = EntryPlace { dogu: dogu.clone(), key: key.to_owned(), occurrence };
                 // A v2 edit that gave the entry a value of its own wins: the reference is dropped.
                 let own_value = ["value", "secretRef"].iter().any(|f| entry.contains_key(*f));
@@ -339,42 +323,36 @@ fn take_annotation(object: &mut Value) -> Option<V3Fields> {
 /// The config's entry lists: each dogu's (by name) and the global one (`None`).
 fn config_entries(config: &mut Map<String, Value>) -> Vec<(Option<String>, &mut Vec<Value>)> {
     let mut lists = Vec::new();
-    let (dogus, global) = split_two(config, "dogus", "global");
-    if let Some(dogus) = dogus.and_then(Value::as_object_mut) {
-        for (dogu, entries) in dogus.iter_mut() {
-            if let Some(entries) = entries.as_array_mut() {
-                lists.push((Some(dogu.clone()), entries));
+    for (field, value) in config.iter_mut() {
+        match (field.as_str(), value) {
+            ("dogus", Value::Object(dogus)) => {
+                for (dogu, entries) in dogus.iter_mut() {
+                    if let Some(entries) = entries.as_array_mut() {
+                        lists.push((Some(dogu.clone()), entries));
+                    }
+                }
             }
+            ("global", Value::Array(entries)) => lists.push((None, entries)),
+            _ => {}
         }
-    }
-    if let Some(entries) = global.and_then(Value::as_array_mut) {
-        lists.push((None, entries));
     }
     lists
 }
 
-/// Two distinct fields of one map, both mutable.
-fn split_two<'a>(map: &'a mut Map<String, Value>, a: &str, b: &str) -> (Option<&'a mut Value>, Option<&'a mut Value>) {
-    let mut first = None;
-    let mut second = None;
-    for (key, value) in map.iter_mut() {
-        if key == a {
-            first = Some(value);
-        } else if key == b {
-            second = Some(value);
-        }
-    }
-    (first, second)
+/// The object at `key` of `map`, made empty when missing; `None` when something else is there.
+fn object_field<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    map.entry(key).or_insert_with(|| json!({})).as_object_mut()
 }
 
-/// Calls `visit` with each entry's key, its occurrence among the entries with that key, and the entry.
-fn for_each_entry(entries: &mut [Value], mut visit: impl FnMut(&str, usize, &mut Map<String, Value>)) {
+/// Calls `visit` with each object item's identity (its `field`: a dogu's name, an entry's key), which
+/// of the items with that identity it is, and the item. Both directions place kept fields by this.
+fn for_each_occurrence(items: &mut [Value], field: &str, mut visit: impl FnMut(&str, usize, &mut Map<String, Value>)) {
     let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for entry in entries.iter_mut() {
-        let Some(entry) = entry.as_object_mut() else { continue };
-        let key = entry.get("key").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let occurrence = seen.entry(key.clone()).or_default();
-        visit(&key, *occurrence, entry);
+    for item in items.iter_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        let identity = item.get(field).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let occurrence = seen.entry(identity.clone()).or_default();
+        visit(&identity, *occurrence, item);
         *occurrence += 1;
     }
 }
