@@ -141,9 +141,6 @@ impl Emulator {
 
 /// The schema of a custom resource's version, from its CRD (what the real server publishes).
 fn crd_schema(resource: &ResourceType) -> Option<Value> {
-    let crd = resources::crds()
-        .into_iter()
-        .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural)?;
-    let version = crd.spec.versions.into_iter().find(|v| v.name == resource.version)?;
-    serde_json::to_value(version.schema?.open_api_v3_schema?).ok()
+    let schema = resources::crd_version(resource)?.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+    serde_json::to_value(schema).ok()
 }

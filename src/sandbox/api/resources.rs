@@ -1,7 +1,9 @@
 //! The resources the emulator serves: the project's CRDs (from their generated manifests) and the
 //! built-in kinds the operator and kubectl use.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionVersion,
+};
 use serde_json::{Value, json};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,13 +121,28 @@ pub fn all() -> Vec<ResourceType> {
     types
 }
 
-/// The CRD objects the emulator lists (so that `kubectl get crds` shows them).
-pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        blueprint_machine::api::blueprint_crd(),
-        blueprint_machine::api::dogu_crd(),
-        blueprint_machine::api::component_crd(),
-    ]
+/// The CRD objects the emulator lists (so that `kubectl get crds` shows them), made from the types
+/// once per process (tables and OpenAPI documents read them on every request).
+pub fn crds() -> &'static [CustomResourceDefinition] {
+    static CRDS: std::sync::OnceLock<Vec<CustomResourceDefinition>> = std::sync::OnceLock::new();
+    CRDS.get_or_init(|| {
+        vec![
+            blueprint_machine::api::blueprint_crd(),
+            blueprint_machine::api::dogu_crd(),
+            blueprint_machine::api::component_crd(),
+        ]
+    })
+}
+
+/// The CRD's definition of `resource`'s version (printer columns, schema); `None` for built-in kinds.
+pub fn crd_version(resource: &ResourceType) -> Option<&'static CustomResourceDefinitionVersion> {
+    crds()
+        .iter()
+        .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural)?
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == resource.version)
 }
 
 /// An `events.k8s.io/v1` Event in the core `v1` shape, field by field as the API server converts it.

@@ -64,17 +64,13 @@ impl Column {
 /// The columns of `resource` after Name.
 fn columns(resource: &ResourceType) -> Vec<Column> {
     let age = || Column::new("Age", "date", 0, Cell::Path(".metadata.creationTimestamp".into()));
-    let printer_columns = resources::crds()
-        .into_iter()
-        .find(|c| c.spec.group == resource.group && c.spec.names.plural == resource.plural)
-        .and_then(|c| c.spec.versions.into_iter().find(|v| v.name == resource.version))
-        .and_then(|v| v.additional_printer_columns);
-    if let Some(printer_columns) = printer_columns {
+    if let Some(printer_columns) = resources::crd_version(resource).and_then(|v| v.additional_printer_columns.as_ref())
+    {
         return printer_columns
-            .into_iter()
+            .iter()
             .map(|c| {
                 let priority = u8::try_from(c.priority.unwrap_or(0)).unwrap_or(1);
-                Column::new(&c.name, &c.type_, priority, Cell::Path(c.json_path))
+                Column::new(&c.name, &c.type_, priority, Cell::Path(c.json_path.clone()))
             })
             .collect();
     }
