@@ -11,6 +11,7 @@
 use serde_json::{Value, json};
 
 use super::control_plane;
+use crate::sandbox::emulator::{Rig, Server};
 use crate::support::tls::serve_tls;
 
 const GROUP: &str = "conversion.test.cloudogu.com";
@@ -65,17 +66,10 @@ fn v3_blueprint(namespace: &str) -> Value {
     })
 }
 
-async fn request(client: &kube::Client, method: &str, uri: &str, body: Option<&Value>) -> Value {
-    let mut builder = http::Request::builder().method(method).uri(uri);
-    if body.is_some() {
-        builder = builder.header("content-type", "application/json");
-    }
-    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let response = client.send(builder.body(body.into()).unwrap()).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect_bytes().await.unwrap();
-    let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    assert!(status.is_success(), "{method} {uri}: {status}: {value}");
+/// One request that must succeed; the answer.
+async fn request(admin: &Rig, method: &str, uri: &str, body: Option<&Value>) -> Value {
+    let (code, value) = admin.call(method, uri, "application/json", body.cloned().unwrap_or(Value::Null)).await;
+    assert!((200..300).contains(&code), "{method} {uri}: {code}: {value}");
     value
 }
 
@@ -84,7 +78,11 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     let plane = control_plane::shared();
     let webhook = serve_tls(blueprint_operator::webhook::router()).await;
     let crd = two_version_crd(&webhook.endpoint, &webhook.ca_pem);
-    let admin = plane.client("default").await;
+    let admin = Rig {
+        server: Server::KubeApiserver(plane),
+        client: plane.client("default").await,
+        namespace: "default".into(),
+    };
     request(&admin, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(&crd)).await;
     let established = tokio::task::spawn_blocking(move || {
         control_plane::shared().kubectl(&[
@@ -107,13 +105,11 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
     let v3 = v3_blueprint(&namespace);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let mut builder = http::Request::builder().method("POST").uri(&v3_path);
-        builder = builder.header("content-type", "application/json");
-        let response = admin.send(builder.body(v3.to_string().into_bytes().into()).unwrap()).await.unwrap();
-        if response.status().is_success() {
+        let (code, answer) = admin.call("POST", &v3_path, "application/json", v3.clone()).await;
+        if code == 201 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the v3 create never succeeded: {}", response.status());
+        assert!(tokio::time::Instant::now() < deadline, "the v3 create never succeeded: {code}: {answer}");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 
@@ -187,10 +183,7 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
         let mut document = v3_blueprint(&namespace);
         document["metadata"]["name"] = json!(name);
         change(&mut document);
-        let builder = http::Request::builder().method("POST").uri(&v3_path).header("content-type", "application/json");
-        let response = admin.send(builder.body(document.to_string().into_bytes().into()).unwrap()).await.unwrap();
-        let code = response.status().as_u16();
-        let answer: Value = serde_json::from_slice(&response.into_body().collect_bytes().await.unwrap()).unwrap();
+        let (code, answer) = admin.call("POST", &v3_path, "application/json", document).await;
         assert_eq!(code, 422, "{name}: {answer}");
         assert!(answer["message"].as_str().unwrap().contains(message), "{name}: {answer}");
     }

@@ -9,20 +9,24 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::{Value, json};
 
-use super::{NS, Rig, emulator, urlencode};
+use blueprint_operator::sandbox::api::Emulator;
+
+use super::{NS, Rig, Server, urlencode};
 
 const JSON: &str = "application/json";
 
-async fn rig() -> Rig {
-    Rig::on(true).await
+/// A rig on the emulator, and the emulator's controls.
+async fn rig() -> (Rig, Emulator) {
+    let rig = Rig::on(true).await;
+    let Server::Emulator(emulator) = &rig.server else { unreachable!("on the emulator") };
+    let emulator = emulator.clone();
+    (rig, emulator)
 }
 
 /// Fault controls: injected errors for the next N matching requests, delays, and the request log.
 #[tokio::test(start_paused = true)]
 async fn fault_injection_and_request_log() {
-    let emulator = emulator();
-    let rig =
-        Rig { client: emulator.client(NS), server: super::Server::Emulator(emulator.clone()), namespace: NS.into() };
+    let (rig, emulator) = rig().await;
     let cm = rig.configmaps();
     emulator.fail_next(Some("POST"), "/configmaps", 2, 500);
     let (first, _) = rig.call("POST", &cm, JSON, json!({"metadata": {"name": "a"}})).await;
@@ -45,12 +49,10 @@ async fn fault_injection_and_request_log() {
 /// none); kube-runtime treats bookmarks as optional.
 #[tokio::test(start_paused = true)]
 async fn bookmarks_every_minute_and_dropped_watches() {
-    let rig = rig().await;
-    let super::Server::Emulator(emulator) = &rig.server else { unreachable!() };
+    let (rig, emulator) = rig().await;
     let handle = {
-        let client = rig.client.clone();
         let uri = format!("{}?watch=true&resourceVersion=1&allowWatchBookmarks=true", rig.configmaps());
-        let rig = Rig { client, server: super::Server::Emulator(emulator.clone()), namespace: NS.into() };
+        let rig = rig.clone();
         tokio::spawn(async move { rig.watch_lines(&uri).await })
     };
     tokio::time::sleep(Duration::from_secs(130)).await;
@@ -64,8 +66,7 @@ async fn bookmarks_every_minute_and_dropped_watches() {
 /// down, and the store gets what it missed.
 #[tokio::test(start_paused = true)]
 async fn a_reflector_relists_after_the_history_was_compacted() {
-    let rig = rig().await;
-    let super::Server::Emulator(emulator) = &rig.server else { unreachable!() };
+    let (rig, emulator) = rig().await;
     let api = Api::<ConfigMap>::namespaced(rig.client.clone(), NS);
     api.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap())
         .await
@@ -102,7 +103,7 @@ async fn a_reflector_relists_after_the_history_was_compacted() {
 /// run). The README's list of what the emulator does differently says so.
 #[tokio::test(start_paused = true)]
 async fn a_continue_token_older_than_the_compacted_history_is_expired() {
-    let rig = rig().await;
+    let (rig, _) = rig().await;
     let cm = rig.configmaps();
     for name in ["a", "b", "c"] {
         rig.call("POST", &cm, JSON, json!({"metadata": {"name": name}})).await;
@@ -122,7 +123,7 @@ async fn a_continue_token_older_than_the_compacted_history_is_expired() {
 /// objects as ADDED while it has evicted nothing), so a test cannot make it answer 410 on demand.
 #[tokio::test(start_paused = true)]
 async fn a_watch_from_before_the_compacted_history_is_expired() {
-    let rig = rig().await;
+    let (rig, _) = rig().await;
     let cm = rig.configmaps();
     let (_, a) = rig.call("POST", &cm, JSON, json!({"metadata": {"name": "a"}})).await;
     rig.call("POST", &cm, JSON, json!({"metadata": {"name": "b"}})).await;

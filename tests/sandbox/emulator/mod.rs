@@ -29,12 +29,14 @@ pub fn emulator() -> Emulator {
 }
 
 /// The server a rule runs against.
+#[derive(Clone)]
 pub enum Server {
     Emulator(Emulator),
     KubeApiserver(&'static ControlPlane),
 }
 
 /// A server, a client of it, and the namespace a rule works in.
+#[derive(Clone)]
 pub struct Rig {
     pub server: Server,
     pub client: kube::Client,
