@@ -159,6 +159,14 @@ async fn a_snapshot_of_a_sandbox_seeds_a_new_one() {
     again.shutdown().await;
 }
 
+/// A default sandbox served over HTTP on loopback, as `sandbox --serve` offers it, and its address.
+async fn served_sandbox() -> (blueprint_operator::sandbox::session::Sandbox, std::net::SocketAddr) {
+    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
+    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
+    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    (sandbox, address)
+}
+
 /// The real kubectl (`make kube`) talking to the sandbox's emulator, as `sandbox --serve` offers it.
 fn kubectl_command(address: std::net::SocketAddr, args: &[&str]) -> std::process::Command {
     let mut command = std::process::Command::new(blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl"));
@@ -177,10 +185,7 @@ fn kubectl_against(address: std::net::SocketAddr, args: &[&str]) -> (bool, Strin
 /// `namespaces "ecosystem" not found`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_names_the_missing_object_not_the_namespace() {
-    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
-
-    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
-    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (sandbox, address) = served_sandbox().await;
     let (found, text) =
         tokio::task::spawn_blocking(move || kubectl_against(address, &["-n", NS, "get", "dogu", "nope"]))
             .await
@@ -197,10 +202,7 @@ async fn kubectl_names_the_missing_object_not_the_namespace() {
 /// ignored `as=Table`). A Dogu created while kubectl watches is printed with its printer columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_watch_prints_the_printer_columns() {
-    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
-
-    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
-    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (sandbox, address) = served_sandbox().await;
     let mut kubectl = kubectl_command(address, &["-n", NS, "get", "dogus", "--watch"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -250,10 +252,7 @@ async fn kubectl_get_watch_prints_the_printer_columns() {
 /// built-in kinds as protobuf). Both create what they say, and kubectl reads them back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_secrets_and_config_maps() {
-    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
-
-    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
-    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (sandbox, address) = served_sandbox().await;
     let (created, text) = tokio::task::spawn_blocking(move || {
         let secret = kubectl_against(
             address,
@@ -293,10 +292,7 @@ pub fn assert_explains_the_blueprint_spec(explained: &str) {
 /// The finding: `kubectl explain blueprint.spec` failed (no schemas in the sandbox's OpenAPI).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_explain_reads_the_crd_schema() {
-    use blueprint_operator::sandbox::session::{Sandbox, SandboxOptions, Transport};
-
-    let sandbox = Sandbox::start(SandboxOptions::default(), Some(([127, 0, 0, 1], 0).into())).await.unwrap();
-    let Transport::Http(address) = sandbox.transport() else { unreachable!("served over HTTP") };
+    let (sandbox, address) = served_sandbox().await;
     let (explained, text) =
         tokio::task::spawn_blocking(move || kubectl_against(address, &["explain", "blueprint.spec"])).await.unwrap();
     assert!(explained, "{text}");
