@@ -18,6 +18,8 @@ fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
         now: Some(plan::now_in_seconds()),
         namespace: None,
         operator_version: None,
+        own_versions: blueprint_operator::identity::default_own_versions(),
+        allow_replacement: false,
         format,
     }
 }

@@ -50,6 +50,14 @@ pub enum Command {
         /// The version of the operator that would run the reconcile (for self-upgrades).
         #[arg(long)]
         operator_version: Option<String>,
+        /// Which versions of the operator's component are releases of this operator (as `run` reads
+        /// it); a blueprint naming another version would replace the operator and is refused.
+        #[arg(long, env = "OPERATOR_COMPONENT_VERSIONS", value_name = "REQUIREMENT",
+              default_value_t = crate::identity::default_own_versions())]
+        operator_component_versions: semver::VersionReq,
+        /// Plan as an operator started with ALLOW_OPERATOR_REPLACEMENT=true.
+        #[arg(long, env = "ALLOW_OPERATOR_REPLACEMENT")]
+        allow_operator_replacement: bool,
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: Format,
@@ -218,7 +226,17 @@ pub fn main() -> ExitCode {
             print!("{}", crd::yaml(which));
             ExitCode::SUCCESS
         }
-        Command::Plan { blueprint, cluster, descriptors, now, namespace, operator_version, output } => {
+        Command::Plan {
+            blueprint,
+            cluster,
+            descriptors,
+            now,
+            namespace,
+            operator_version,
+            operator_component_versions,
+            allow_operator_replacement,
+            output,
+        } => {
             let args = PlanArgs {
                 blueprint,
                 cluster,
@@ -226,6 +244,8 @@ pub fn main() -> ExitCode {
                 now: now.map(|t| Timestamp::from_second(t.as_second()).unwrap_or(t)),
                 namespace,
                 operator_version,
+                own_versions: operator_component_versions,
+                allow_replacement: allow_operator_replacement,
                 format: output,
             };
             match plan::run(&args) {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::controller::Debounce;
 use crate::descriptors::{CacheSettings, RemoteSettings, UrlSchema};
+use crate::identity::{OperatorIdentity, default_own_versions};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -34,8 +35,11 @@ pub struct Settings {
     /// [`MAX_DEBOUNCE_WINDOW`]) after the last trigger, `DEBOUNCE_MAX_DELAY` (default 5s or the window,
     /// at most [`MAX_DEBOUNCE_DELAY`]) after the first at the latest.
     pub debounce: Debounce,
-    /// The running operator's version (`OPERATOR_VERSION`, default: the build's version).
-    pub operator_version: String,
+    /// The running operator's version (`OPERATOR_VERSION`, default: the build's version), which
+    /// versions of its component are its own (`OPERATOR_COMPONENT_VERSIONS`, default: the build's major
+    /// line), and whether a blueprint may replace it with another implementation
+    /// (`ALLOW_OPERATOR_REPLACEMENT`, default false).
+    pub operator: OperatorIdentity,
     /// The remote dogu registry (`DOGU_REGISTRY_*`, `PROXY_URL`); without an endpoint, only the local
     /// dogu registry is used.
     pub registry: Option<RemoteSettings>,
@@ -81,23 +85,8 @@ impl Settings {
             let text = if text.starts_with(':') { format!("0.0.0.0{text}") } else { text };
             text.parse().map_err(|e| SettingsError::Invalid { name, problem: format!("{text:?}: {e}") })
         };
-        let leader_election = match lookup("LEADER_ELECT").as_deref() {
-            None | Some("true") | Some("1") => true,
-            Some("false") | Some("0") => false,
-            Some(other) => {
-                return Err(SettingsError::Invalid {
-                    name: "LEADER_ELECT",
-                    problem: format!("{other:?} is not a boolean"),
-                });
-            }
-        };
-        let operator_version = lookup("OPERATOR_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
-        if blueprint_machine::check_operator_version(&operator_version).is_err() {
-            return Err(SettingsError::Invalid {
-                name: "OPERATOR_VERSION",
-                problem: format!("{operator_version:?} is not a semantic version"),
-            });
-        }
+        let leader_election = boolean(&lookup, "LEADER_ELECT", true)?;
+        let operator = identity(&lookup)?;
         let duration = |name: &'static str, default: Duration| -> Result<Duration, SettingsError> {
             match lookup(name) {
                 None => Ok(default),
@@ -120,7 +109,7 @@ impl Settings {
             log_level: lookup("LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             log_format,
             debounce,
-            operator_version,
+            operator,
             registry,
             descriptor_cache,
             metrics_address: address("METRICS_BIND_ADDRESS", "0.0.0.0:8080")?,
@@ -131,6 +120,39 @@ impl Settings {
                 .unwrap_or_else(|| format!("k8s-blueprint-operator-{}", std::process::id())),
         })
     }
+}
+
+/// `true`/`1` or `false`/`0`; anything else is an error, never a silent default.
+fn boolean(lookup: &impl Fn(&str) -> Option<String>, name: &'static str, default: bool) -> Result<bool, SettingsError> {
+    match lookup(name).as_deref() {
+        None => Ok(default),
+        Some("true") | Some("1") => Ok(true),
+        Some("false") | Some("0") => Ok(false),
+        Some(other) => Err(SettingsError::Invalid { name, problem: format!("{other:?} is not a boolean") }),
+    }
+}
+
+fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity, SettingsError> {
+    let version = lookup("OPERATOR_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+    let own_versions = match lookup("OPERATOR_COMPONENT_VERSIONS") {
+        None => default_own_versions(),
+        Some(text) => semver::VersionReq::parse(&text).map_err(|e| SettingsError::Invalid {
+            name: "OPERATOR_COMPONENT_VERSIONS",
+            problem: format!("{text:?} is not a version requirement (such as \">=0.1.0, <1.0.0\"): {e}"),
+        })?,
+    };
+    // A running version outside its own releases would refuse every blueprint that names it.
+    if blueprint_machine::check_operator_version(&version, &semver::VersionReq::STAR).is_err() {
+        return Err(SettingsError::Invalid {
+            name: "OPERATOR_VERSION",
+            problem: format!("{version:?} is not a semantic version"),
+        });
+    }
+    if let Err(problem) = blueprint_machine::check_operator_version(&version, &own_versions) {
+        return Err(SettingsError::Invalid { name: "OPERATOR_COMPONENT_VERSIONS", problem });
+    }
+    let allow_replacement = boolean(lookup, "ALLOW_OPERATOR_REPLACEMENT", false)?;
+    Ok(OperatorIdentity { version, own_versions, allow_replacement })
 }
 
 fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
@@ -281,6 +303,34 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+    }
+
+    #[test]
+    fn the_operators_own_releases_are_a_version_requirement_that_admits_it() {
+        let s = settings(&[("NAMESPACE", "x"), ("OPERATOR_VERSION", "0.4.0")]).unwrap();
+        assert_eq!(s.operator.own_versions, default_own_versions());
+        assert!(!s.operator.allow_replacement);
+        let s = settings(&[
+            ("NAMESPACE", "x"),
+            ("OPERATOR_VERSION", "3.1.0"),
+            ("OPERATOR_COMPONENT_VERSIONS", ">=3.0.0-0"),
+            ("ALLOW_OPERATOR_REPLACEMENT", "true"),
+        ])
+        .unwrap();
+        assert_eq!(s.operator.own_versions.to_string(), ">=3.0.0-0");
+        assert!(s.operator.allow_replacement);
+        let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_VERSION", "2.0.0")]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable OPERATOR_COMPONENT_VERSIONS is invalid: >=0.0.0, <1.0.0 does not admit this operator's own version 2.0.0"
+        );
+        let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_COMPONENT_VERSIONS", "mine")]).unwrap_err();
+        assert!(error.to_string().contains("is not a version requirement"), "{error}");
+        let error = settings(&[("NAMESPACE", "x"), ("ALLOW_OPERATOR_REPLACEMENT", "yes")]).unwrap_err();
+        assert!(
+            error.to_string().contains("ALLOW_OPERATOR_REPLACEMENT is invalid: \"yes\" is not a boolean"),
+            "{error}"
+        );
     }
 
     /// The finding: `DEBOUNCE_WINDOW=3000000000000000h` was accepted, and the operator never reconciled

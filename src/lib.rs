@@ -13,6 +13,7 @@ pub mod descriptors;
 pub mod executor;
 pub mod files;
 pub mod http;
+pub mod identity;
 pub mod journal;
 pub mod leader;
 pub mod metrics;

@@ -92,7 +92,7 @@ pub enum RunError {
 pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     let settings = Settings::from_env()?;
     telemetry::init(&settings.log_level, settings.log_format);
-    tracing::info!(version = %settings.operator_version, namespace = %settings.namespace, "starting");
+    tracing::info!(version = %settings.operator.version, namespace = %settings.namespace, "starting");
 
     // The registry settings are checked before anything connects: a typo stops the start at once.
     let registry = match &settings.registry {
@@ -144,7 +144,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     let _flush = FlushOnDrop(journal.clone());
     let options = Options {
         namespace: settings.namespace.clone(),
-        operator_version: settings.operator_version.clone(),
+        identity: settings.operator.clone(),
         debounce: settings.debounce,
         registry,
         descriptor_cache: settings.descriptor_cache,

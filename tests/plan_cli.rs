@@ -411,3 +411,69 @@ fn the_blueprint_may_come_from_standard_input() {
     assert_eq!(from_stdin.status.code(), Some(2), "{}", stderr(&from_stdin));
     assert_eq!(stdout(&from_stdin), stdout(&from_file));
 }
+
+/// The self-upgrade trap (docs/differences.md D46): a blueprint written for Cloudogu's Go operator lists
+/// its own component at one of its versions; this operator refuses to be replaced by it unless allowed.
+#[test]
+fn a_blueprint_that_would_replace_the_operator_is_blocked_unless_allowed() {
+    let text = std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap();
+    let trap = text.replacen(
+        "    components:\n",
+        "    components:\n      - name: k8s/k8s-blueprint-operator\n        version: \"2.7.0\"\n",
+        1,
+    );
+    assert_ne!(trap, text, "the example has a components list");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blueprint.yaml");
+    std::fs::write(&file, trap).unwrap();
+    let cluster = example("upgrade/cluster.yaml");
+    let descriptors = example("descriptors");
+    let args = |extra: &[&'static str]| {
+        let mut args = vec![
+            "-f".to_owned(),
+            file.display().to_string(),
+            "--cluster".into(),
+            cluster.display().to_string(),
+            "--descriptors".into(),
+            descriptors.display().to_string(),
+            "--now".into(),
+            NOW.into(),
+            "-o".into(),
+            "json".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let run = |extra: &[&'static str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .arg("plan")
+            .args(args(extra))
+            .env_remove("OPERATOR_COMPONENT_VERSIONS")
+            .env_remove("ALLOW_OPERATOR_REPLACEMENT")
+            .output()
+            .unwrap();
+        let plan: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&output)));
+        plan
+    };
+    let executable = |plan: &Value| {
+        plan["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Executable").unwrap().clone()
+    };
+
+    let refused = run(&[]);
+    let condition = executable(&refused);
+    assert_eq!(
+        (condition["status"].as_str(), condition["reason"].as_str()),
+        (Some("False"), Some("ForbiddenOperations"))
+    );
+    let why = condition["message"].as_str().unwrap();
+    assert!(why.contains("version 2.7.0 is not a release of this operator"), "{why}");
+    assert_eq!(refused["actions"], json!([]), "nothing is applied");
+
+    let allowed = run(&["--allow-operator-replacement"]);
+    assert_eq!(executable(&allowed)["status"], "True");
+    assert_eq!(allowed["state"], "SelfUpgrading", "the replacement goes first, as a self-upgrade does");
+
+    // An operator whose releases include 2.7.0 (a later major of this project, say) upgrades itself.
+    let own = run(&["--operator-component-versions", ">=2.0.0"]);
+    assert_eq!(executable(&own)["status"], "True");
+}

@@ -132,6 +132,9 @@ pub struct Scenario {
     pub health_config: Option<BTreeMap<String, String>>,
     pub now: Time,
     pub operator_version: Option<String>,
+    /// The operator's own releases and whether it may be replaced (see [`OperatorFacts`]).
+    pub own_versions: Option<semver::VersionReq>,
+    pub allow_replacement: bool,
 }
 
 impl Scenario {
@@ -151,6 +154,8 @@ impl Scenario {
             health_config: None,
             now: at(1000),
             operator_version: None,
+            own_versions: None,
+            allow_replacement: false,
         }
     }
 
@@ -242,6 +247,13 @@ impl Scenario {
         self
     }
 
+    /// The operator knows which versions of its component are its own releases.
+    pub fn with_own_versions(mut self, requirement: &str, allow_replacement: bool) -> Self {
+        self.own_versions = Some(semver::VersionReq::parse(requirement).unwrap());
+        self.allow_replacement = allow_replacement;
+        self
+    }
+
     pub fn at(mut self, now: Time) -> Self {
         self.now = now;
         self
@@ -270,7 +282,11 @@ impl Scenario {
             .collect();
         Observation {
             now: self.now.clone(),
-            operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
+            operator: OperatorFacts {
+                own_versions: self.own_versions.clone(),
+                allow_replacement: self.allow_replacement,
+                ..OperatorFacts::new(NAMESPACE, self.operator_version.clone())
+            },
             blueprint: self.blueprint.clone().map(Arc::new),
             blueprint_count: self.blueprint_count,
             other_blueprints: self.other_blueprints.clone(),

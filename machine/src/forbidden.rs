@@ -2,10 +2,18 @@
 
 use crate::diff::{ComponentAction, Diff, DoguAction};
 use crate::model::Flags;
+use crate::observation::OperatorFacts;
 use crate::problem::Problem;
+use crate::validation::EffectiveBlueprint;
 
-pub(crate) fn check(diff: &Diff<'_>, flags: Flags, own_component: &str) -> Option<Problem> {
-    let mut problems = Vec::new();
+pub(crate) fn check(
+    diff: &Diff<'_>,
+    effective: &EffectiveBlueprint<'_>,
+    flags: Flags,
+    operator: &OperatorFacts,
+    own_component: &str,
+) -> Option<Problem> {
+    let mut problems: Vec<Problem> = replacement(effective, operator, own_component).into_iter().collect();
     for change in &diff.dogus {
         for action in &change.actions {
             let forbidden = match action {
@@ -33,4 +41,27 @@ pub(crate) fn check(diff: &Diff<'_>, flags: Flags, own_component: &str) -> Optio
         }
     }
     Problem::join(problems)
+}
+
+/// A blueprint that names the operator's own component at a version that is not one of this
+/// operator's releases asks for another implementation (Cloudogu's Go operator shares the component
+/// name). Applying it would replace this operator, and the self-upgrade would wait for a take-over
+/// this operator cannot perform; so it is refused until allowed on purpose. Checked on the blueprint,
+/// not the diff: a Component CR already at that version (left by the replaced operator) asks the same.
+fn replacement(effective: &EffectiveBlueprint<'_>, operator: &OperatorFacts, own_component: &str) -> Option<Problem> {
+    let own_versions = operator.own_versions.as_ref()?;
+    if operator.allow_replacement {
+        return None;
+    }
+    let own = effective.components.iter().find(|c| c.name.simple == own_component && !c.absent)?;
+    let wanted = own.version.as_ref()?;
+    if wanted.core_matches(own_versions) {
+        return None;
+    }
+    Some(Problem::new(format!(
+        "{own_component}: version {wanted} is not a release of this operator (its releases: {own_versions}); \
+         applying it would replace this operator with another implementation. Name a version of this \
+         operator or remove the component from the blueprint; to hand over on purpose, start the operator \
+         with ALLOW_OPERATOR_REPLACEMENT=true"
+    )))
 }

@@ -46,10 +46,15 @@ pub use reading::Reading;
 pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_read, record_failure};
 pub use status_size::{OBJECT_LIMIT, STATUS_PARTS_LIMIT};
 
-/// Whether `text` is a version the operator can run as (`OPERATOR_VERSION`): a semantic version, as
-/// component versions are.
-pub fn check_operator_version(text: &str) -> Result<(), String> {
-    model::ComponentVersion::parse(text).map(drop).map_err(|problem| problem.to_string())
+/// Whether `text` is a version the operator can run as (`OPERATOR_VERSION`: a semantic version, read
+/// as component versions are) that `own_versions` admits as one of its releases; the error says why not.
+pub fn check_operator_version(text: &str, own_versions: &semver::VersionReq) -> Result<(), String> {
+    let version = model::ComponentVersion::parse(text).map_err(|problem| problem.to_string())?;
+    if version.core_matches(own_versions) {
+        Ok(())
+    } else {
+        Err(format!("{own_versions} does not admit this operator's own version {text}"))
+    }
 }
 
 /// The whole number of bytes a Kubernetes quantity stands for (`64Mi`, `1G`, `1048576`), for settings

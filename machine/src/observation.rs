@@ -79,11 +79,27 @@ pub struct OperatorFacts {
     /// version decides whether a self-upgrade finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Which versions of its own component are releases of this operator (`OPERATOR_COMPONENT_VERSIONS`).
+    /// Another version there is another implementation under the same component name (Cloudogu's
+    /// operator is `k8s/k8s-blueprint-operator` too): installing it would replace this operator, and
+    /// waiting for it to "take over" would never end. `None`: every version is this operator's
+    /// (upstream's behaviour, and recordings made before the setting existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_versions: Option<semver::VersionReq>,
+    /// The replacement by another implementation was allowed on purpose (`ALLOW_OPERATOR_REPLACEMENT`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_replacement: bool,
 }
 
 impl OperatorFacts {
     pub fn new(namespace: impl Into<String>, version: Option<String>) -> Self {
-        OperatorFacts { namespace: namespace.into(), component: crate::naming::OWN_COMPONENT.to_owned(), version }
+        OperatorFacts {
+            namespace: namespace.into(),
+            component: crate::naming::OWN_COMPONENT.to_owned(),
+            version,
+            own_versions: None,
+            allow_replacement: false,
+        }
     }
 }
 

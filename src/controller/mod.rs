@@ -31,6 +31,7 @@ use triggers::{Events, Targets};
 
 use crate::caches::{Filled, Stores, slim};
 use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
+use crate::identity::OperatorIdentity;
 use crate::journal::{JournalWriter, Record};
 use crate::metrics::Metrics;
 use crate::observe::decoded::Decoded;
@@ -40,7 +41,7 @@ use crate::status::StatusWrite;
 /// What a controller needs besides its client.
 pub struct Options {
     pub namespace: String,
-    pub operator_version: String,
+    pub identity: OperatorIdentity,
     pub debounce: Debounce,
     /// The remote dogu registry, asked when the local one lacks a descriptor.
     pub registry: Option<RemoteRegistry>,
@@ -131,7 +132,7 @@ pub async fn run_controller(
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
     let descriptors = Arc::new(Registry::new(local, options.registry, options.descriptor_cache, metrics.clone()));
-    let mut context = Context::new(client, namespace, options.operator_version, stores.clone(), descriptors, metrics);
+    let mut context = Context::new(client, namespace, options.identity, stores.clone(), descriptors, metrics);
     if let Some(clock) = options.clock {
         context = context.with_clock(move || clock());
     }

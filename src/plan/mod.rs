@@ -31,6 +31,9 @@ pub struct PlanArgs {
     pub now: Option<Timestamp>,
     pub namespace: Option<String>,
     pub operator_version: Option<String>,
+    /// See [`crate::identity::OperatorIdentity`].
+    pub own_versions: semver::VersionReq,
+    pub allow_replacement: bool,
     pub format: Format,
 }
 
@@ -154,7 +157,11 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
     let now = args.now.unwrap_or_else(now_in_seconds);
     let snapshot = Snapshot {
         now: Time(now),
-        operator: OperatorFacts::new(namespace.clone(), args.operator_version.clone()),
+        operator: OperatorFacts {
+            own_versions: Some(args.own_versions.clone()),
+            allow_replacement: args.allow_replacement,
+            ..OperatorFacts::new(namespace.clone(), args.operator_version.clone())
+        },
         blueprint: Some(Arc::new(blueprint)),
         blueprint_count: names.len(),
         other_blueprints: names.iter().filter(|other| **other != name.as_str()).map(|n| n.to_string()).collect(),

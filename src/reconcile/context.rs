@@ -17,6 +17,7 @@ use super::InFlight;
 use super::backoff::BackoffTracker;
 use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
+use crate::identity::OperatorIdentity;
 use crate::metrics::Metrics;
 use crate::observe::Digester;
 use crate::observe::secrets::SecretDigests;
@@ -39,7 +40,7 @@ pub enum ObserveError {
 pub struct Context {
     pub client: Client,
     pub namespace: String,
-    pub operator_version: String,
+    pub identity: OperatorIdentity,
     pub stores: Stores,
     pub descriptors: Arc<dyn DescriptorSource>,
     pub digester: Digester,
@@ -60,7 +61,7 @@ impl Context {
     pub fn new(
         client: Client,
         namespace: String,
-        operator_version: String,
+        identity: OperatorIdentity,
         stores: Stores,
         descriptors: Arc<dyn DescriptorSource>,
         metrics: Arc<Metrics>,
@@ -70,7 +71,7 @@ impl Context {
         Context {
             client,
             namespace,
-            operator_version,
+            identity,
             stores,
             descriptors,
             digester: Digester::random(),
@@ -189,7 +190,8 @@ mod tests {
         let metrics = Metrics::shared();
         let local = LocalStore::new(empty(), Api::namespaced(client.clone(), "ecosystem"), "ecosystem");
         let descriptors = Arc::new(Registry::new(local, None, CacheSettings::default(), metrics.clone()));
-        let context = Context::new(client, "ecosystem".into(), "1.0.0".into(), stores, descriptors, metrics);
+        let context =
+            Context::new(client, "ecosystem".into(), OperatorIdentity::of_build("0.1.0"), stores, descriptors, metrics);
 
         context.remember_written("bp", "1".into(), blueprint("2"));
         let seen = context.blueprint("bp").unwrap();

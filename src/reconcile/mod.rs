@@ -71,7 +71,7 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
     context.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: label }).inc();
     Record {
         format: FORMAT,
-        operator_version: context.operator_version.clone(),
+        operator_version: context.identity.version.clone(),
         blueprint: name.to_owned(),
         time: observation.now.clone(),
         execution: Execution {
@@ -97,7 +97,7 @@ fn could_not_observe(context: &Context, name: &str, error: ObserveError) -> Reco
     context.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: "ObserveFailed".into() }).inc();
     Record {
         format: FORMAT,
-        operator_version: context.operator_version.clone(),
+        operator_version: context.identity.version.clone(),
         blueprint: name.to_owned(),
         time: context.now(),
         observation: None,

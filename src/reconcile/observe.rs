@@ -9,7 +9,7 @@ use kube::api::Api;
 
 use blueprint_machine::Reading;
 use blueprint_machine::api::Blueprint;
-use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
+use blueprint_machine::observation::{DescriptorEntry, Observation};
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
@@ -64,7 +64,7 @@ pub(super) async fn observe(
         .collect();
     let snapshot = Snapshot {
         now: context.now(),
-        operator: OperatorFacts::new(context.namespace.clone(), Some(context.operator_version.clone())),
+        operator: context.identity.facts(&context.namespace),
         blueprint,
         blueprint_count: blueprints.len(),
         other_blueprints,

@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 
 use blueprint_machine::api::Blueprint;
 
+use crate::identity::OperatorIdentity;
+
 use super::api::{ApiError, Clock, Emulator};
 use super::cluster::{Cluster, Remote};
 use super::dogu_registry::{RegistryServer, Served};
@@ -279,7 +281,7 @@ impl Sandbox {
         let (stop, stopped) = oneshot::channel::<()>();
         let options = Options {
             namespace: self.namespace.clone(),
-            operator_version: version.to_owned(),
+            identity: OperatorIdentity::of_build(version),
             debounce: controller::Debounce::window(self.debounce),
             registry: Some(self.registry_client()),
             descriptor_cache: CacheSettings::default(),

@@ -187,7 +187,8 @@ impl Harness {
         let local =
             LocalStore::new(stores.config_maps.clone(), kube::Api::namespaced(client.clone(), NAMESPACE), NAMESPACE);
         let descriptors = Arc::new(Registry::new(local, None, CacheSettings::default(), metrics.clone()));
-        let context = Context::new(client, NAMESPACE.into(), "1.0.0".into(), stores, descriptors, metrics)
+        let identity = blueprint_operator::identity::OperatorIdentity::of_build("0.1.0");
+        let context = Context::new(client, NAMESPACE.into(), identity, stores, descriptors, metrics)
             .with_clock(|| Timestamp::from_second(1_767_225_600).unwrap());
         let outcome = blueprint_operator::reconcile::reconcile(&context, crate::support::NAME).await;
         drop(context);

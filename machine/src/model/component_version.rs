@@ -34,6 +34,14 @@ impl ComponentVersion {
     }
 }
 
+impl ComponentVersion {
+    /// Whether `requirement` admits this version's release core (`2.7.0-1` is checked as `2.7.0`):
+    /// a packaging suffix does not make a release of another implementation one of ours.
+    pub fn core_matches(&self, requirement: &semver::VersionReq) -> bool {
+        requirement.matches(&semver::Version::new(self.0.major, self.0.minor, self.0.patch))
+    }
+}
+
 fn invalid(text: &str) -> Problem {
     Problem::new(format!("invalid semantic version {text}"))
 }

@@ -10,7 +10,7 @@ use crate::health::Health;
 use crate::model::{ComponentName, Flags};
 use crate::problem::Problem;
 use crate::status_size;
-use crate::validation::Validity;
+use crate::validation::{EffectiveBlueprint, Validity};
 
 use super::Run;
 use super::event_log::Topic;
@@ -142,16 +142,18 @@ impl Run<'_> {
     pub(super) fn record_executable(
         &mut self,
         diff: &Diff<'_>,
+        effective: &EffectiveBlueprint<'_>,
         flags: Flags,
         missing_references: Option<Problem>,
         unreadable: Vec<Problem>,
     ) -> Blocked {
-        let own_component = own_component_name(&self.observation.operator.component);
+        let operator = &self.observation.operator;
+        let own_component = own_component_name(&operator.component);
         let (why, problem, blocked) = if let Some(problem) = missing_references {
             (reason::MISSING_CONFIG_REFERENCES, problem, Blocked::MissingReferences)
         } else if let Some(problem) = Problem::join(unreadable) {
             (reason::INVALID_CLUSTER_STATE, problem, Blocked::Otherwise)
-        } else if let Some(problem) = forbidden::check(diff, flags, &own_component) {
+        } else if let Some(problem) = forbidden::check(diff, effective, flags, operator, &own_component) {
             (reason::FORBIDDEN_OPERATIONS, problem, Blocked::Otherwise)
         } else {
             self.conditions.set(conditions::EXECUTABLE, Status::True, reason::EXECUTABLE, "");

@@ -120,7 +120,7 @@ impl<'o> Run<'o> {
         let (resolved, missing_references) = references::resolve(effective, &observation.referenced_secrets);
         let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved);
         self.record_diff(&diff);
-        let blocked = self.record_executable(&diff, flags, missing_references, unreadable);
+        let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);
 
         // Gates, in order: each may end the reconcile before anything is applied.
         if let Some(end) = gates::validity(&validity) {

@@ -66,3 +66,62 @@ fn case_84_an_operator_not_in_the_blueprint_needs_no_self_upgrade() {
     let decision = Scenario::new(INSTALL_NEXUS).decide();
     assert_eq!(cond(&decision, "SelfUpgradeCompleted"), pair("True", "Completed"));
 }
+
+// The self-upgrade trap (docs/differences.md D46): a blueprint written for Cloudogu's Go operator names
+// `k8s/k8s-blueprint-operator` at one of its versions; this operator runs 0.x under the same name.
+const GO_OPERATOR: &str = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}], components: [{name: k8s/k8s-blueprint-operator, version: 2.7.0}]}}";
+const OWN_RELEASES: &str = ">=0.0.0, <1.0.0";
+
+#[test]
+fn d46_a_version_of_another_implementation_is_refused_before_anything_is_applied() {
+    let decision = Scenario::new(GO_OPERATOR)
+        .with_component_cr(operator_cr("0.1.0", "0.1.0"))
+        .with_operator_version("0.1.0")
+        .with_own_versions(OWN_RELEASES, false)
+        .decide();
+    assert_eq!(cond(&decision, "Executable"), pair("False", "ForbiddenOperations"));
+    let why = message(&decision, "Executable");
+    assert!(why.contains("2.7.0 is not a release of this operator"), "{why}");
+    assert!(why.contains(">=0.0.0, <1.0.0") && why.contains("ALLOW_OPERATOR_REPLACEMENT=true"), "{why}");
+    assert!(decision.actions.is_empty(), "nothing is applied, not even the dogus: {:?}", action_summaries(&decision));
+    let told = decision.events.iter().filter(|e| e.message.contains("2.7.0 is not a release of this operator")).count();
+    assert_eq!(told, 1, "the user is told once, in an event: {:?}", decision.events);
+}
+
+/// The Go operator's Component CR left behind at 2.7.0 after a migration: no diff, but waiting for 2.7.0
+/// to "take over" would never end; the blueprint must say what runs now.
+#[test]
+fn d46_a_component_cr_already_at_the_other_implementation_is_refused_too() {
+    let decision = Scenario::new(GO_OPERATOR)
+        .with_component_cr(operator_cr("2.7.0", "2.7.0"))
+        .with_operator_version("0.1.0")
+        .with_own_versions(OWN_RELEASES, false)
+        .decide();
+    assert_eq!(cond(&decision, "Executable"), pair("False", "ForbiddenOperations"));
+    assert_ne!(decision.state, State::SelfUpgrading, "not a wait that never ends");
+    assert!(decision.actions.is_empty());
+}
+
+#[test]
+fn d46_an_allowed_replacement_is_applied_as_a_self_upgrade() {
+    let decision = Scenario::new(GO_OPERATOR)
+        .with_component_cr(operator_cr("0.1.0", "0.1.0"))
+        .with_operator_version("0.1.0")
+        .with_own_versions(OWN_RELEASES, true)
+        .decide();
+    assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
+    assert_eq!(decision.state, State::SelfUpgrading);
+    assert_eq!(patch_of(&decision, "components/k8s-blueprint-operator"), &json!({"spec": {"version": "2.7.0"}}));
+}
+
+#[test]
+fn d46_a_release_of_this_operator_upgrades_it_as_before() {
+    let own = "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 3.2.1-1}], components: [{name: k8s/k8s-blueprint-operator, version: 0.2.0-1}]}}";
+    let decision = Scenario::new(own)
+        .with_component_cr(operator_cr("0.1.0", "0.1.0"))
+        .with_operator_version("0.1.0")
+        .with_own_versions(OWN_RELEASES, false)
+        .decide();
+    assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
+    assert_eq!(decision.state, State::SelfUpgrading, "a packaging suffix (-1) is still one of ours");
+}
