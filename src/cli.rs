@@ -34,9 +34,13 @@ pub enum Command {
         /// The Blueprint (YAML or JSON, API v2 or v3); `-`: standard input.
         #[arg(short = 'f', long = "file")]
         blueprint: PathBuf,
-        /// Cluster objects as `kubectl get dogus,components,configmaps,secrets -o yaml` prints them.
+        /// A snapshot of the cluster: its objects as `kubectl get blueprints,dogus,components,configmaps,
+        /// secrets -o yaml` prints them. Without it, the cluster of the kubeconfig is read (read-only).
         #[arg(long)]
-        cluster: PathBuf,
+        cluster: Option<PathBuf>,
+        /// The kubeconfig context of a live plan; default: the current context.
+        #[arg(long, conflicts_with = "cluster")]
+        context: Option<String>,
         /// Dogu descriptors as DIR/<namespace>/<name>/<version>.json. Without it, the dependency and
         /// mount checks cannot run and nothing would be applied.
         #[arg(long)]
@@ -229,6 +233,7 @@ pub fn main() -> ExitCode {
         Command::Plan {
             blueprint,
             cluster,
+            context,
             descriptors,
             now,
             namespace,
@@ -240,6 +245,7 @@ pub fn main() -> ExitCode {
             let args = PlanArgs {
                 blueprint,
                 cluster,
+                context,
                 descriptors,
                 now: now.map(|t| Timestamp::from_second(t.as_second()).unwrap_or(t)),
                 namespace,
@@ -248,7 +254,14 @@ pub fn main() -> ExitCode {
                 allow_replacement: allow_operator_replacement,
                 format: output,
             };
-            match plan::run(&args) {
+            let result = if args.cluster.is_some() {
+                plan::run(&args).map_err(|e| e.to_string())
+            } else {
+                let runtime =
+                    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+                runtime.block_on(plan::live::run(&args)).map_err(|e| e.to_string())
+            };
+            match result {
                 Ok(result) => {
                     for warning in &result.warnings {
                         eprintln!("warning: {warning}");

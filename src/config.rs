@@ -183,6 +183,18 @@ fn show(duration: Duration) -> String {
     }
 }
 
+/// The remote dogu registry as `run` reads it from the environment (`DOGU_REGISTRY_*`, `PROXY_URL`):
+/// `plan` on a live cluster asks it too.
+pub fn remote_registry_from_env() -> Result<Option<RemoteSettings>, SettingsError> {
+    let lookup = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let timeout = match lookup("DOGU_REGISTRY_TIMEOUT") {
+        None => Duration::from_secs(10),
+        Some(text) => parse_duration(&text)
+            .map_err(|problem| SettingsError::Invalid { name: "DOGU_REGISTRY_TIMEOUT", problem })?,
+    };
+    registry_settings(&lookup, timeout)
+}
+
 fn registry_settings(
     lookup: &impl Fn(&str) -> Option<String>,
     timeout: Duration,

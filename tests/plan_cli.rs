@@ -477,3 +477,47 @@ fn a_blueprint_that_would_replace_the_operator_is_blocked_unless_allowed() {
     let own = run(&["--operator-component-versions", ">=2.0.0"]);
     assert_eq!(executable(&own)["status"], "True");
 }
+
+/// A snapshot's local dogu registry (`dogu-spec-<dogu>` ConfigMaps, as the dogu operator keeps them) is
+/// where the controller looks first: the plan does too, without a descriptor folder.
+#[test]
+fn a_snapshots_dogu_spec_config_maps_are_its_descriptors() {
+    let mut snapshot = std::fs::read_to_string(example("upgrade/cluster.yaml")).unwrap();
+    assert!(snapshot.starts_with("apiVersion: v1\nkind: List\n") || snapshot.contains("kind: List"), "a List");
+    // Every descriptor of the examples, one ConfigMap per dogu, one key per version.
+    let mut by_dogu: std::collections::BTreeMap<String, Vec<(String, String)>> = Default::default();
+    for namespace in std::fs::read_dir(example("descriptors")).unwrap() {
+        for dogu in std::fs::read_dir(namespace.unwrap().path()).unwrap() {
+            let dogu = dogu.unwrap().path();
+            for version in std::fs::read_dir(&dogu).unwrap() {
+                let path = version.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let version = path.file_stem().unwrap().to_str().unwrap().to_owned();
+                by_dogu
+                    .entry(dogu.file_name().unwrap().to_str().unwrap().to_owned())
+                    .or_default()
+                    .push((version, text));
+            }
+        }
+    }
+    let mut documents = String::new();
+    for (dogu, versions) in &by_dogu {
+        let data: serde_json::Map<String, Value> =
+            versions.iter().map(|(version, text)| (version.clone(), Value::String(text.clone()))).collect();
+        let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("dogu-spec-{dogu}"), "namespace": "ecosystem",
+                         "labels": {"app": "ces", "dogu.name": dogu, "k8s.cloudogu.com/type": "local-dogu-registry"}},
+            "data": data});
+        documents.push_str(&format!("---\n{}\n", serde_json::to_string(&config_map).unwrap()));
+    }
+    snapshot = format!("{snapshot}\n{documents}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(&file, snapshot).unwrap();
+    let blueprint = example("upgrade/blueprint.yaml");
+    let from_registry = plan(&["-f", blueprint.to_str().unwrap(), "--cluster", file.to_str().unwrap(), "--now", NOW]);
+    let from_folder = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &[]);
+    assert_eq!(from_registry.status.code(), Some(2), "{}", stderr(&from_registry));
+    assert!(!stdout(&from_registry).contains("no dogu descriptors"), "{}", stdout(&from_registry));
+    assert_eq!(stdout(&from_registry), stdout(&from_folder), "the same descriptors, the same plan");
+}

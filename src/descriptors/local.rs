@@ -42,6 +42,18 @@ fn simple_name(qualified_name: &str) -> &str {
     qualified_name.rsplit('/').next().unwrap_or(qualified_name)
 }
 
+/// The descriptor of `name` (qualified) in `version` if `config_map` is its local registry ConfigMap
+/// and holds it (`plan` reads the same ConfigMaps from a snapshot or a live cluster).
+pub fn descriptor_in(config_map: &ConfigMap, name: &str, version: &str) -> Option<DoguDescriptor> {
+    if config_map.metadata.name.as_deref() != Some(config_map_name(name).as_str()) {
+        return None;
+    }
+    let text = config_map.data.as_ref()?.get(version)?;
+    let descriptor: DoguDescriptor = serde_json::from_str(text).ok()?;
+    // The store is keyed by simple name: a descriptor of another namespace is not this dogu's.
+    (descriptor.name == name && descriptor.version == version).then_some(descriptor)
+}
+
 impl LocalStore {
     pub fn new(config_maps: Store<Decoded<ConfigMap>>, api: Api<ConfigMap>, namespace: impl Into<String>) -> Self {
         LocalStore { config_maps, api, namespace: namespace.into() }
@@ -55,11 +67,7 @@ impl LocalStore {
 
     /// The descriptor if the store has it for exactly this qualified name and version.
     pub fn get(&self, name: &str, version: &str) -> Option<DoguDescriptor> {
-        let map = self.cached(name)?;
-        let text = map.data.as_ref()?.get(version)?;
-        let descriptor: DoguDescriptor = serde_json::from_str(text).ok()?;
-        // The store is keyed by simple name: a descriptor of another namespace is not this dogu's.
-        (descriptor.name == name && descriptor.version == version).then_some(descriptor)
+        descriptor_in(&*self.cached(name)?, name, version)
     }
 
     /// Adds `text` (the descriptor's `dogu.json`) under the descriptor's version, unless that key exists.

@@ -52,6 +52,9 @@ pub struct ClusterObjects {
     pub secrets: Vec<Secret>,
     /// `Kind/name` of objects that were not used, for a warning.
     pub ignored: Vec<String>,
+    /// Objects that do not fit their type (a live cluster's; a snapshot's are an error), by kind: the
+    /// reconcile sees them as the controller does.
+    pub undecodable: Vec<(&'static str, std::sync::Arc<crate::observe::decoded::Undecodable>)>,
 }
 
 /// Reads exactly one Blueprint from a YAML or JSON file, or from standard input when `file` is `-`.
@@ -157,15 +160,23 @@ fn typed<T: DeserializeOwned>(file: &Path, label: &str, item: Value) -> Result<T
     serde_json::from_value(item).map_err(|e| error(file, format!("{label} is not valid: {e}")))
 }
 
-/// Looks up each wanted dogu's descriptor as `DIR/<namespace>/<name>/<version>.json`.
-pub fn read_descriptors(dir: Option<&Path>, wanted: &[(String, String)]) -> Result<Vec<DescriptorEntry>, InputError> {
+/// Looks up each wanted dogu's descriptor in the local dogu registry's ConfigMaps (`dogu-spec-<dogu>`,
+/// as the controller does), then as `DIR/<namespace>/<name>/<version>.json`.
+pub fn read_descriptors(
+    config_maps: &[&ConfigMap],
+    dir: Option<&Path>,
+    wanted: &[(String, String)],
+) -> Result<Vec<DescriptorEntry>, InputError> {
     let mut entries = Vec::with_capacity(wanted.len());
     for (name, version) in wanted {
-        let lookup = match dir {
-            None => DescriptorLookup::Unavailable {
-                reason: "no dogu descriptors were given (plan --descriptors DIR)".into(),
+        let local = config_maps.iter().find_map(|c| crate::descriptors::local::descriptor_in(c, name, version));
+        let lookup = match (local, dir) {
+            (Some(descriptor), _) => DescriptorLookup::Found { descriptor },
+            (None, None) => DescriptorLookup::Unavailable {
+                reason: "no dogu descriptors were given (plan --descriptors DIR) and the local dogu registry has none"
+                    .into(),
             },
-            Some(dir) => match descriptor_path(dir, name, version) {
+            (None, Some(dir)) => match descriptor_path(dir, name, version) {
                 None => {
                     DescriptorLookup::Unavailable { reason: format!("{name} {version} cannot name a descriptor file") }
                 }

@@ -1,6 +1,7 @@
 //! `blueprint-operator plan`: what would one reconcile decide, offline, from files.
 
 pub mod input;
+pub mod live;
 pub mod render;
 
 use std::path::PathBuf;
@@ -10,9 +11,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
+use blueprint_machine::api::{Blueprint, BlueprintStatus};
+use blueprint_machine::conditions;
 use blueprint_machine::decision::{Action, Decision, Event, Requeue, State};
-use blueprint_machine::observation::{Observation, OperatorFacts};
-use blueprint_machine::{api::BlueprintStatus, conditions};
+use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::observe::{Digester, Snapshot};
 
@@ -26,7 +29,10 @@ pub enum Format {
 
 pub struct PlanArgs {
     pub blueprint: PathBuf,
-    pub cluster: PathBuf,
+    /// A snapshot of the cluster's objects; `None`: the live cluster of the kubeconfig ([`live::run`]).
+    pub cluster: Option<PathBuf>,
+    /// The kubeconfig context for a live plan; `None`: the current one.
+    pub context: Option<String>,
     pub descriptors: Option<PathBuf>,
     pub now: Option<Timestamp>,
     pub namespace: Option<String>,
@@ -55,8 +61,38 @@ struct JsonPlan<'a> {
     requeue: &'a Requeue,
 }
 
+/// A plan from a snapshot file (`--cluster`).
 pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
-    let (observation, warnings) = observe(args)?;
+    let Some(file) = &args.cluster else {
+        return Err(InputError { file: PathBuf::from("--cluster"), message: "no cluster snapshot was given".into() });
+    };
+    let blueprint = input::read_blueprint(&args.blueprint)?;
+    let cluster = input::read_cluster(file)?;
+    let namespace = namespace_of(args, &blueprint, "ecosystem");
+    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
+    let config_maps: Vec<&ConfigMap> = cluster
+        .config_maps
+        .iter()
+        .filter(|c| c.metadata.namespace.as_deref().is_none_or(|ns| ns == namespace))
+        .collect();
+    let descriptors = input::read_descriptors(&config_maps, args.descriptors.as_deref(), &wanted)?;
+    Ok(plan(args, blueprint, &cluster, descriptors, &namespace))
+}
+
+/// The namespace the plan is for: `--namespace`, else the Blueprint's, else `fallback`.
+pub(crate) fn namespace_of(args: &PlanArgs, blueprint: &Blueprint, fallback: &str) -> String {
+    args.namespace.clone().or_else(|| blueprint.metadata.namespace.clone()).unwrap_or_else(|| fallback.to_owned())
+}
+
+/// The decision of one reconcile on these objects, rendered, with its exit code.
+pub fn plan(
+    args: &PlanArgs,
+    blueprint: Blueprint,
+    cluster: &input::ClusterObjects,
+    descriptors: Vec<DescriptorEntry>,
+    namespace: &str,
+) -> PlanOutput {
+    let (observation, warnings) = observe(args, blueprint, cluster, descriptors, namespace);
     let decision = blueprint_machine::reconcile(&observation);
     let name = observation.blueprint.as_ref().and_then(|b| b.metadata.name.clone()).unwrap_or_default();
     let stdout = match args.format {
@@ -73,7 +109,7 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
         }
     };
     let (exit_code, error) = exit(&decision);
-    Ok(PlanOutput { stdout, warnings, exit_code, error })
+    PlanOutput { stdout, warnings, exit_code, error }
 }
 
 fn exit(decision: &Decision) -> (i32, Option<String>) {
@@ -100,18 +136,17 @@ fn exit(decision: &Decision) -> (i32, Option<String>) {
 }
 
 /// Builds the observation one reconcile would see.
-pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError> {
-    let mut blueprint = input::read_blueprint(&args.blueprint)?;
-    let cluster = input::read_cluster(&args.cluster)?;
+fn observe(
+    args: &PlanArgs,
+    mut blueprint: Blueprint,
+    cluster: &input::ClusterObjects,
+    descriptors: Vec<DescriptorEntry>,
+    namespace: &str,
+) -> (Observation, Vec<String>) {
     let mut warnings: Vec<String> =
         cluster.ignored.iter().map(|o| format!("ignoring {o}: not an object the operator reads")).collect();
     warnings.extend(input::v3_fields_not_applied(&blueprint));
 
-    let namespace = args
-        .namespace
-        .clone()
-        .or_else(|| blueprint.metadata.namespace.clone())
-        .unwrap_or_else(|| "ecosystem".to_owned());
     let name = blueprint.metadata.name.clone().unwrap_or_default();
     let in_namespace = |ns: &Option<String>| ns.as_deref().is_none_or(|ns| ns == namespace);
 
@@ -152,15 +187,13 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         warnings.push(format!("ignoring {skipped} object(s) outside the namespace {namespace:?}"));
     }
 
-    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
-    let descriptors = input::read_descriptors(args.descriptors.as_deref(), &wanted)?;
     let now = args.now.unwrap_or_else(now_in_seconds);
     let snapshot = Snapshot {
         now: Time(now),
         operator: OperatorFacts {
             own_versions: Some(args.own_versions.clone()),
             allow_replacement: args.allow_replacement,
-            ..OperatorFacts::new(namespace.clone(), args.operator_version.clone())
+            ..OperatorFacts::new(namespace, args.operator_version.clone())
         },
         blueprint: Some(Arc::new(blueprint)),
         blueprint_count: names.len(),
@@ -169,11 +202,11 @@ pub fn observe(args: &PlanArgs) -> Result<(Observation, Vec<String>), InputError
         components,
         config_maps,
         secrets,
-        undecodable: Vec::new(),
+        undecodable: cluster.undecodable.iter().map(|(kind, u)| (*kind, &**u)).collect(),
         referenced_secrets: None,
         descriptors,
     };
-    Ok((snapshot.observe(&Digester::random()), warnings))
+    (snapshot.observe(&Digester::random()), warnings)
 }
 
 /// The current time at the precision Kubernetes stores (seconds).

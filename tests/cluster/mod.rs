@@ -7,6 +7,7 @@ mod conversion;
 mod crds;
 mod kubectl;
 mod leader;
+mod live_plan;
 mod rbac;
 
 pub use blueprint_operator::sandbox::control_plane;

@@ -1,0 +1,126 @@
+//! `plan` against a live cluster: the objects one reconcile observes, read once through the kubeconfig
+//! with GET and LIST only (nothing is written: a plan is `kubectl diff`, not `kubectl apply`), then the
+//! same plan as from a snapshot. Secrets are read by the same selectors as the controller's (the
+//! sensitive-config label, the Blueprint's references by name) and digested on the way in.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, ListParams};
+use kube::config::KubeConfigOptions;
+use serde::de::DeserializeOwned;
+
+use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::naming::selector;
+use blueprint_machine::observation::DescriptorLookup;
+
+use super::input::{self, ClusterObjects, InputError};
+use super::{PlanArgs, PlanOutput, namespace_of, plan};
+use crate::config::SettingsError;
+use crate::descriptors::{RegistrySettingsError, RemoteError, RemoteRegistry};
+use crate::observe::decoded::{Decoded, Lenient, Undecodable};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("no cluster to read (give --cluster FILE for a snapshot): {0}")]
+    Kubeconfig(String),
+    #[error("cannot read {what} in namespace {namespace:?}: {source}")]
+    Read { what: &'static str, namespace: String, source: kube::Error },
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Registry(#[from] RegistrySettingsError),
+}
+
+/// The plan for the cluster of the kubeconfig (its current context, or `args.context`).
+pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
+    let blueprint = input::read_blueprint(&args.blueprint)?;
+    let config = match &args.context {
+        Some(context) => {
+            let options = KubeConfigOptions { context: Some(context.clone()), ..Default::default() };
+            kube::Config::from_kubeconfig(&options).await.map_err(|e| LiveError::Kubeconfig(e.to_string()))?
+        }
+        None => kube::Config::infer().await.map_err(|e| LiveError::Kubeconfig(e.to_string()))?,
+    };
+    let namespace = namespace_of(args, &blueprint, &config.default_namespace);
+    let client = kube::Client::try_from(config).map_err(|e| LiveError::Kubeconfig(e.to_string()))?;
+    let cluster = read(&client, &namespace, &blueprint).await?;
+
+    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
+    let config_maps: Vec<&ConfigMap> = cluster.config_maps.iter().collect();
+    let mut descriptors = input::read_descriptors(&config_maps, args.descriptors.as_deref(), &wanted)?;
+    // Descriptors the local dogu registry lacks come from the remote one, as the controller's do (read
+    // only: the controller would add them to the local registry, a plan does not).
+    if let Some(settings) = crate::config::remote_registry_from_env()? {
+        let remote = RemoteRegistry::new(&settings)?;
+        for entry in descriptors.iter_mut().filter(|e| !matches!(e.lookup, DescriptorLookup::Found { .. })) {
+            entry.lookup = match remote.fetch(&entry.name, &entry.version).await {
+                Ok(fetched) => DescriptorLookup::Found { descriptor: fetched.descriptor },
+                Err(RemoteError::NotFound { .. }) => DescriptorLookup::NotFound,
+                Err(error) => DescriptorLookup::Unavailable { reason: error.to_string() },
+            };
+        }
+    }
+    Ok(plan(args, blueprint, &cluster, descriptors, &namespace))
+}
+
+/// What the controller's caches hold for `namespace`, listed once.
+async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> Result<ClusterObjects, LiveError> {
+    let mut objects = ClusterObjects::default();
+    let all = ListParams::default();
+    objects.blueprints = list::<Blueprint>(client, namespace, "Blueprint", &all, &mut objects.undecodable).await?;
+    objects.dogus = list::<Dogu>(client, namespace, "Dogu", &all, &mut objects.undecodable).await?;
+    objects.components = list::<Component>(client, namespace, "Component", &all, &mut objects.undecodable).await?;
+    let ces = ListParams::default().labels(selector::CES_OBJECTS);
+    objects.config_maps = list::<ConfigMap>(client, namespace, "ConfigMap", &ces, &mut objects.undecodable).await?;
+    let health = ListParams::default().fields(&selector::health_config());
+    objects
+        .config_maps
+        .extend(list::<ConfigMap>(client, namespace, "ConfigMap", &health, &mut objects.undecodable).await?);
+    let sensitive = ListParams::default().labels(selector::SENSITIVE_CONFIG);
+    objects.secrets = list::<Secret>(client, namespace, "Secret", &sensitive, &mut objects.undecodable).await?;
+    // The Secrets the Blueprint references, by name (a missing one is the reconcile's finding).
+    let secrets = Api::<Decoded<Secret>>::namespaced(client.clone(), namespace);
+    for name in blueprint_machine::Reading::of(blueprint).referenced_secrets() {
+        if objects.secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name.as_str())) {
+            continue;
+        }
+        let read = secrets.get_opt(&name).await;
+        match read.map_err(|source| LiveError::Read { what: "Secret", namespace: namespace.to_owned(), source })? {
+            Some(Decoded::Object(secret)) => objects.secrets.push(Arc::unwrap_or_clone(secret)),
+            Some(Decoded::Undecodable(undecodable)) => objects.undecodable.push(("Secret", undecodable)),
+            None => {}
+        }
+    }
+    Ok(objects)
+}
+
+/// One LIST, decoded object by object as the controller's caches do.
+async fn list<K>(
+    client: &kube::Client,
+    namespace: &str,
+    what: &'static str,
+    params: &ListParams,
+    undecodable: &mut Vec<(&'static str, Arc<Undecodable>)>,
+) -> Result<Vec<K>, LiveError>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + DeserializeOwned
+        + Lenient
+        + Clone
+        + std::fmt::Debug,
+{
+    let api = Api::<Decoded<K>>::namespaced(client.clone(), namespace);
+    let listed =
+        api.list(params).await.map_err(|source| LiveError::Read { what, namespace: namespace.to_owned(), source })?;
+    let mut objects = Vec::with_capacity(listed.items.len());
+    for item in listed.items {
+        match item {
+            Decoded::Object(object) => objects.push(Arc::unwrap_or_clone(object)),
+            Decoded::Undecodable(problem) => undecodable.push((what, problem)),
+        }
+    }
+    Ok(objects)
+}
