@@ -19,6 +19,7 @@ pub mod leader;
 pub mod metrics;
 pub mod observe;
 pub mod plan;
+pub mod progress;
 pub mod publish;
 pub mod reconcile;
 pub mod run;

@@ -98,7 +98,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     let registry = match &settings.registry {
         Some(remote) => {
             let registry = RemoteRegistry::new(remote)?;
-            tracing::info!(endpoint = registry.endpoint(), schema = ?remote.schema, proxy = remote.proxy.is_some(), "remote dogu registry");
+            tracing::info!(endpoint = registry.endpoint(), schema = %remote.schema, proxy = remote.proxy.is_some(), "remote dogu registry");
             Some(registry)
         }
         None => {

@@ -304,6 +304,17 @@ pub enum FailureKind {
     Transient,
 }
 
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FailureKind::Conflict => "conflict",
+            FailureKind::NotFound => "not found",
+            FailureKind::Rejected => "rejected",
+            FailureKind::Transient => "transient",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,11 +34,28 @@ pub const COMPLETED_MESSAGE: &str = "Blueprint was applied: all dogus run the wa
 pub const CONFIG_APPLIED_MESSAGE: &str = "ecosystem config applied";
 
 pub fn normal(reason: &str, message: impl Into<String>) -> Event {
-    Event { type_: EventType::Normal, reason: reason.to_owned(), message: message.into(), stage: None }
+    Event { type_: EventType::Normal, reason: reason.to_owned(), message: one_line(&message.into()), stage: None }
 }
 
 pub fn warning(reason: &str, message: impl Into<String>) -> Event {
-    Event { type_: EventType::Warning, reason: reason.to_owned(), message: message.into(), stage: None }
+    Event { type_: EventType::Warning, reason: reason.to_owned(), message: one_line(&message.into()), stage: None }
+}
+
+/// A message on one line (docs/differences.md D47): its lines trimmed and joined with "; ", or with a
+/// space after a line that ends in a colon (it introduces the next). Events are shown in tables
+/// (`kubectl describe`, `kubectl get events`), where a second line breaks the row.
+pub fn one_line(text: &str) -> String {
+    if !text.contains('\n') {
+        return text.trim().to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// An event that reports the actions of a stage; published only if they were all performed.

@@ -28,6 +28,16 @@ pub enum Added {
     AlreadyPresent,
 }
 
+impl std::fmt::Display for Added {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Added::Created => "created",
+            Added::Patched => "added",
+            Added::AlreadyPresent => "already present",
+        })
+    }
+}
+
 pub struct LocalStore {
     config_maps: Store<Decoded<ConfigMap>>,
     api: Api<ConfigMap>,

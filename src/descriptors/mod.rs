@@ -290,7 +290,7 @@ impl Inner {
             let (name, version) = (&descriptor.name, &descriptor.version);
             let _permit = inner.local_permits.acquire().await.expect("never closed");
             match tokio::time::timeout(LOCAL_ADD_TIMEOUT, inner.local.add(&descriptor, &text)).await {
-                Ok(Ok(added)) => tracing::debug!(dogu = %name, %version, ?added, "local dogu registry"),
+                Ok(Ok(added)) => tracing::debug!(dogu = %name, %version, %added, "local dogu registry"),
                 Ok(Err(error)) => {
                     tracing::info!(dogu = %name, %version, %error, "cannot add the descriptor to the local dogu registry")
                 }

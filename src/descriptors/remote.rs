@@ -20,6 +20,15 @@ pub enum UrlSchema {
     Index,
 }
 
+impl std::fmt::Display for UrlSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UrlSchema::Default => "default",
+            UrlSchema::Index => "index",
+        })
+    }
+}
+
 /// Everything the client needs; parsed from the environment by `config`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RemoteSettings {

@@ -41,7 +41,7 @@ pub(super) async fn execute(context: &Context, observation: &Observation, decisi
                 performed += 1;
             }
             Err(f) => {
-                tracing::warn!(stage = %action.stage, object = %action.operation.object(), kind = ?f.kind, error = %f.message, "action failed");
+                tracing::warn!(stage = %action.stage, object = %action.operation.object(), kind = %f.kind, error = %f.message, "action failed");
                 failure = Some(ApplyFailure { action: index, kind: f.kind, message: f.message });
                 break;
             }

@@ -1,7 +1,6 @@
 //! `blueprint-operator sandbox`: the whole operator on the embedded API server, with progress and a
 //! summary.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,6 +13,7 @@ use super::seed;
 use super::session::{Sandbox, SandboxOptions};
 use crate::journal::JournalSettings;
 use crate::plan::input;
+use crate::progress::{self, Changes, Phase};
 
 pub struct SandboxArgs {
     pub blueprint: Option<PathBuf>,
@@ -144,12 +144,13 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
     let generation = sandbox.blueprint(&name).await.and_then(|b| b.metadata.generation).unwrap_or(1);
     println!("[{:6.1}s] applied Blueprint {name:?} (generation {generation})", 0.0);
 
-    let mut seen = BTreeMap::new();
-    let mut events_seen = 0;
-    let end = follow(&mut sandbox, &name, args.timeout, started, &mut seen, &mut events_seen).await;
+    let mut changes = Changes::default();
+    let end = follow(&mut sandbox, &name, args.timeout, started, &mut changes).await;
     let elapsed = started.elapsed();
     sandbox.flush_journal();
-    summary(&sandbox, elapsed, journal_path.as_deref());
+    // A time to converge only for a Blueprint that converged.
+    let converged = matches!(end, End::Completed).then_some(elapsed);
+    summary(&sandbox, converged, journal_path.as_deref());
     let code = match end {
         End::Completed => {
             println!("result: Completed=True after {:.1}s", elapsed.as_secs_f64());
@@ -185,7 +186,7 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {
                     sandbox.follow_rollouts().await;
-                    report(&sandbox, &name, &mut seen, &mut events_seen, started).await;
+                    report(&sandbox, &name, &mut changes, started).await;
                 }
             }
         }
@@ -194,15 +195,9 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
     Ok(code)
 }
 
-/// Prints condition changes and events until the Blueprint completes, is blocked, or time runs out.
-async fn follow(
-    sandbox: &mut Sandbox,
-    name: &str,
-    timeout: Duration,
-    started: Instant,
-    seen: &mut BTreeMap<String, (String, String, String)>,
-    events_seen: &mut usize,
-) -> End {
+/// Prints condition changes, work of dogus and components, and events until the Blueprint completes,
+/// is blocked or stopped, or time runs out.
+async fn follow(sandbox: &mut Sandbox, name: &str, timeout: Duration, started: Instant, changes: &mut Changes) -> End {
     let tty = std::io::stdout().is_terminal();
     let spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
     let mut tick = 0usize;
@@ -210,32 +205,37 @@ async fn follow(
     let mut blocked_since: Option<Instant> = None;
     loop {
         sandbox.follow_rollouts().await;
-        let changed = report(sandbox, name, seen, events_seen, started).await;
+        let changed = report(sandbox, name, changes, started).await;
         let blueprint = sandbox.blueprint(name).await;
-        let state = describe(blueprint.as_ref());
-        if blueprint.as_ref().is_some_and(is_completed) {
+        let phase = blueprint.as_ref().map(progress::phase);
+        let clear = || {
             if tty {
                 print!("\r\x1b[K");
             }
-            return End::Completed;
-        }
-        // Invalid or not executable: nothing will change without a new spec.
-        let blocked = blueprint.as_ref().and_then(blocked_reason);
-        match (&blocked, blocked_since) {
+        };
+        // Blocked or stopped: nothing will change without a new spec (a moment's grace for the status
+        // of a generation applied just now).
+        let stuck = match &phase {
+            Some(Phase::Completed) => {
+                clear();
+                return End::Completed;
+            }
+            Some(Phase::Blocked(reason)) => Some(reason.clone()),
+            Some(Phase::Stopped) => Some(progress::sentence(&Phase::Stopped)),
+            _ => None,
+        };
+        match (&stuck, blocked_since) {
             (Some(reason), Some(since)) if since.elapsed() > Duration::from_secs(3) => {
-                if tty {
-                    print!("\r\x1b[K");
-                }
+                clear();
                 return End::Blocked(reason.clone());
             }
             (Some(_), None) => blocked_since = Some(Instant::now()),
             (None, _) => blocked_since = None,
             _ => {}
         }
+        let state = phase.as_ref().map(progress::sentence).unwrap_or_else(|| "waiting for the blueprint".into());
         if started.elapsed() > timeout {
-            if tty {
-                print!("\r\x1b[K");
-            }
+            clear();
             return End::TimedOut(state);
         }
         if tty {
@@ -253,80 +253,21 @@ async fn follow(
 }
 
 /// Prints what changed since the last call; returns whether anything did.
-async fn report(
-    sandbox: &Sandbox,
-    name: &str,
-    seen: &mut BTreeMap<String, (String, String, String)>,
-    events_seen: &mut usize,
-    started: Instant,
-) -> bool {
+async fn report(sandbox: &Sandbox, name: &str, changes: &mut Changes, started: Instant) -> bool {
     let at = started.elapsed().as_secs_f64();
-    let tty = std::io::stdout().is_terminal();
-    let clear = if tty { "\r\x1b[K" } else { "" };
-    let mut changed = false;
-    if let Some(status) = sandbox.blueprint(name).await.and_then(|b| b.status) {
-        for condition in &status.conditions {
-            let now = (condition.status.clone(), condition.reason.clone(), condition.message.clone());
-            if seen.get(&condition.type_) != Some(&now) {
-                let message = condition.message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-                let message = if message.is_empty() { String::new() } else { format!(": {message}") };
-                println!("{clear}[{at:6.1}s] {}={} ({}){message}", condition.type_, condition.status, condition.reason);
-                seen.insert(condition.type_.clone(), now);
-                changed = true;
-            }
-        }
+    let clear = if std::io::stdout().is_terminal() { "\r\x1b[K" } else { "" };
+    let blueprint = sandbox.blueprint(name).await;
+    let (dogus, components) = sandbox.workload().await;
+    let events = sandbox.event_lines().await;
+    let lines = changes.lines(blueprint.as_ref(), &progress::busy(&dogus, &components), &events);
+    for line in &lines {
+        println!("{clear}[{at:6.1}s] {line}");
     }
-    let events = sandbox.events().await;
-    for (reason, note) in events.iter().skip(*events_seen) {
-        let note = note.lines().collect::<Vec<_>>().join(" ");
-        println!("{clear}[{at:6.1}s]   event {reason}: {note}");
-        changed = true;
-    }
-    *events_seen = events.len();
-    changed
-}
-
-fn condition<'b>(
-    blueprint: &'b Blueprint,
-    type_: &str,
-) -> Option<&'b k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
-    blueprint.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
-}
-
-fn is_completed(blueprint: &Blueprint) -> bool {
-    let current = blueprint.status.as_ref().is_some_and(|s| s.observed_generation == blueprint.metadata.generation);
-    current && condition(blueprint, "Completed").is_some_and(|c| c.status == "True")
-}
-
-fn blocked_reason(blueprint: &Blueprint) -> Option<String> {
-    for type_ in ["Valid", "Executable"] {
-        if let Some(c) = condition(blueprint, type_).filter(|c| c.status == "False") {
-            return Some(format!("{type_}=False ({}): {}", c.reason, c.message));
-        }
-    }
-    None
-}
-
-fn describe(blueprint: Option<&Blueprint>) -> String {
-    let Some(blueprint) = blueprint else { return "waiting for the blueprint".into() };
-    let pending = |t: &str| condition(blueprint, t).filter(|c| c.status != "True");
-    if let Some(c) = pending("EcosystemHealthy").filter(|c| c.status == "False") {
-        return format!(
-            "waiting for a healthy ecosystem ({})",
-            c.message.lines().skip(1).map(str::trim).collect::<Vec<_>>().join("; ")
-        );
-    }
-    if let Some(c) = pending("SelfUpgradeCompleted").filter(|c| c.status == "False") {
-        return format!("waiting for the operator's self-upgrade {}", c.message);
-    }
-    match pending("Completed") {
-        Some(c) if !c.message.is_empty() => format!("applying: {}", c.message),
-        _ => "reconciling".into(),
-    }
+    !lines.is_empty()
 }
 
 /// Reconciles, API requests by verb, writes, events and the time to converge.
-fn summary(sandbox: &Sandbox, elapsed: Duration, journal: Option<&std::path::Path>) {
+fn summary(sandbox: &Sandbox, converged: Option<Duration>, journal: Option<&std::path::Path>) {
     let text = sandbox.metrics.encode();
     let value = |prefix: &str| crate::metrics::sum(&text, prefix) as u64;
     let verbs = crate::metrics::requests_by_verb(&text);
@@ -355,5 +296,7 @@ fn summary(sandbox: &Sandbox, elapsed: Duration, journal: Option<&std::path::Pat
         );
     }
     println!("  operator versions:  {}", sandbox.rollouts.join(" → "));
-    println!("  time to converge:   {:.1}s", elapsed.as_secs_f64());
+    if let Some(elapsed) = converged {
+        println!("  time to converge:   {:.1}s", elapsed.as_secs_f64());
+    }
 }

@@ -421,6 +421,24 @@ impl Sandbox {
             .collect()
     }
 
+    /// The namespace's events, oldest first, for display.
+    pub async fn event_lines(&self) -> Vec<crate::progress::EventLine> {
+        let events = self.cluster.list("events.k8s.io/v1", "Event", &self.namespace).await;
+        let mut lines: Vec<_> = events.iter().map(crate::progress::EventLine::from_json).collect();
+        lines.sort_by(|a, b| a.time.cmp(&b.time));
+        lines
+    }
+
+    /// The Dogus and Components of the namespace, as far as they decode.
+    pub async fn workload(&self) -> (Vec<blueprint_machine::api::Dogu>, Vec<blueprint_machine::api::Component>) {
+        let dogus = self.cluster.list("k8s.cloudogu.com/v2", "Dogu", &self.namespace).await;
+        let components = self.cluster.list("k8s.cloudogu.com/v1", "Component", &self.namespace).await;
+        (
+            dogus.into_iter().filter_map(|d| serde_json::from_value(d).ok()).collect(),
+            components.into_iter().filter_map(|c| serde_json::from_value(c).ok()).collect(),
+        )
+    }
+
     pub async fn shutdown(mut self) {
         self.stop_controller().await;
         if let Ecosystem::Running(task) = &self.ecosystem {

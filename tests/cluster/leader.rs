@@ -53,29 +53,36 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
     scene.start_ecosystem();
     let dir = tempfile::tempdir().unwrap();
     let registry = scene.registry_endpoint();
-    let replica = |identity: &str, account: &str, token: &str| {
+    // Replicas log warnings only, to the test's output; `logged` (a file) gets a replica's whole log.
+    let replica_logging = |identity: &str, account: &str, token: &str, logged: Option<&std::path::Path>| {
         let kubeconfig = dir.path().join(format!("{identity}.kubeconfig"));
         std::fs::write(&kubeconfig, plane.kubeconfig_text(account, token, namespace)).unwrap();
+        let (level, stdout) = match logged {
+            Some(file) => ("info", Stdio::from(std::fs::File::create(file).unwrap())),
+            None => ("warn", Stdio::null()),
+        };
         Replica(
             Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
                 .arg("run")
+                .env("LOG_FORMAT", "json")
                 .env("KUBECONFIG", &kubeconfig)
                 .env("NAMESPACE", namespace)
                 .env("POD_NAME", identity)
                 .env("LEADER_ELECT", "true")
                 .env("DEBOUNCE_WINDOW", "50ms")
-                .env("LOG_LEVEL", "warn")
+                .env("LOG_LEVEL", level)
                 .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
                 .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
                 .env("DOGU_REGISTRY_ENDPOINT", &registry)
                 .env("DOGU_REGISTRY_USERNAME", REGISTRY_CREDENTIALS.0)
                 .env("DOGU_REGISTRY_PASSWORD", REGISTRY_CREDENTIALS.1)
-                .stdout(Stdio::null())
+                .stdout(stdout)
                 .stderr(Stdio::inherit())
                 .spawn()
                 .expect("the operator binary starts"),
         )
     };
+    let replica = |identity: &str, account: &str, token: &str| replica_logging(identity, account, token, None);
     let holder = |lease: &serde_json::Value| lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_owned();
 
     // The first replica takes the Lease; the second waits as a candidate.
@@ -102,7 +109,8 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
     // up, and the candidate takes it at its next attempt, not when the Lease would have expired (15 s).
     let lease_reads = || plane.audited(&leader_user).iter().filter(|r| r.resource() == "leases").count();
     let before = lease_reads();
-    let _successor = replica("replica-c", SERVICE_ACCOUNT, &tokens[0]);
+    let log = dir.path().join("replica-c.log");
+    let _successor = replica_logging("replica-c", SERVICE_ACCOUNT, &tokens[0], Some(&log));
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while lease_reads() == before {
         assert!(std::time::Instant::now() < deadline, "the new replica never asked for the Lease");
@@ -119,6 +127,34 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
         "the handover after SIGTERM took {handover:?}: the Lease was not released"
     );
     eprintln!("leader handover after SIGTERM: {handover:?}");
+
+    // The new leader's log, as a log pipeline reads it: JSON lines whose fields are plain words and
+    // numbers, not Rust's debug output (`Action { requeue_after: None }`, `Some(..)`).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("\"message\":\"reconciled\"") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "the new leader logged no reconcile:\n{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for line in text.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        // Fields of the event and of its span (`span: {blueprint, generation, state, ...}`).
+        let mut fields: Vec<(&String, &serde_json::Value)> = entry.as_object().unwrap().iter().collect();
+        while let Some((field, value)) = fields.pop() {
+            if let Some(nested) = value.as_object() {
+                fields.extend(nested.iter());
+                continue;
+            }
+            let Some(value) = value.as_str() else { continue };
+            let debug_output = ["Some(", "None", "Ok(", "Err(", " { ", "}"].iter().any(|p| value.contains(p));
+            assert!(!debug_output, "field {field} is Rust debug output: {line}");
+        }
+    }
+    let reconciled = text.lines().find(|l| l.contains("\"message\":\"reconciled\"")).unwrap();
+    assert!(reconciled.contains("\"blueprint\":\"blueprint-ces\"") && reconciled.contains("\"next\":"), "{reconciled}");
     drop(standby);
     scene.shutdown().await;
     vec![leader_user, standby_user]

@@ -116,6 +116,6 @@ fn case_100_state_diff_event_message() {
     let decision = scenario.decide();
     assert_eq!(
         event(&decision, "StateDiffDetermined").message,
-        "state diff determined:\n  0 config changes ()\n  9 dogu actions (\"downgrade\": 1, \"install\": 2, \"uninstall\": 3, \"update resource minimum volume size\": 1, \"update reverse proxy\": 1, \"upgrade\": 1)"
+        "state diff determined: 0 config changes (); 9 dogu actions (\"downgrade\": 1, \"install\": 2, \"uninstall\": 3, \"update resource minimum volume size\": 1, \"update reverse proxy\": 1, \"upgrade\": 1)"
     );
 }
