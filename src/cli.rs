@@ -66,6 +66,30 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: Format,
     },
+    /// A Blueprint on the cluster of the kubeconfig: where it stands, what each dogu and component is
+    /// busy with, its conditions and recent events; with --watch, what changes until it is done.
+    ///
+    /// Exit code 0: completed; 2: not completed yet (watching: not within --timeout); 1: blocked,
+    /// stopped, or an error.
+    Status {
+        /// The Blueprint; default: the namespace's only one.
+        name: Option<String>,
+        /// Default: the kubeconfig context's namespace.
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// The kubeconfig context; default: the current one.
+        #[arg(long)]
+        context: Option<String>,
+        /// Follow the progress (through watches) until the Blueprint is completed, blocked or stopped.
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// How long --watch waits (500ms, 30s, 10m).
+        #[arg(long, default_value = "30m", value_parser = crate::config::parse_duration, requires = "watch")]
+        timeout: std::time::Duration,
+        /// Output format (without --watch).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text", conflicts_with = "watch")]
+        output: crate::status_command::Format,
+    },
     /// The whole operator against an embedded API server with simulated dogu and component operators:
     /// applies a blueprint and shows its progress until it is completed.
     ///
@@ -220,6 +244,18 @@ pub fn main() -> ExitCode {
                     print!("{converted}");
                     ExitCode::SUCCESS
                 }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Status { name, namespace, context, watch, timeout, output } => {
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+            let args = crate::status_command::StatusArgs { name, namespace, context, watch, timeout, output };
+            match runtime.block_on(crate::status_command::run(args, &mut std::io::stdout())) {
+                Ok(code) => ExitCode::from(code),
                 Err(error) => {
                     eprintln!("error: {error}");
                     ExitCode::from(1)

@@ -175,7 +175,7 @@ fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, Settin
 }
 
 /// A duration as the settings are written (`0s`, `500ms`, `1m`).
-fn show(duration: Duration) -> String {
+pub fn show(duration: Duration) -> String {
     match duration.as_millis() {
         ms if ms % 60_000 == 0 && ms > 0 => format!("{}m", ms / 60_000),
         ms if ms % 1000 == 0 => format!("{}s", ms / 1000),

@@ -99,8 +99,9 @@ fn describe(blueprint: &Blueprint) -> String {
     }
     let pending = |t: &str| condition(blueprint, t).filter(|c| c.status == "False");
     if let Some(c) = pending("EcosystemHealthy") {
-        let unhealthy: Vec<&str> = c.message.lines().skip(1).map(str::trim).filter(|l| !l.is_empty()).collect();
-        return format!("waiting for a healthy ecosystem ({})", unhealthy.join("; "));
+        // The first line is a heading ("ecosystem health:").
+        let details = c.message.split_once('\n').map(|(_, rest)| rest).unwrap_or(&c.message);
+        return format!("waiting for a healthy ecosystem ({})", one_line(details));
     }
     if let Some(c) = pending("SelfUpgradeCompleted") {
         return format!("waiting for the operator's self-upgrade: {}", one_line(&c.message));
@@ -132,6 +133,7 @@ pub fn busy(dogus: &[Dogu], components: &[Component]) -> Vec<String> {
         let name = dogu.metadata.name.as_deref().unwrap_or("?");
         let wanted = &dogu.spec.version;
         let line = match doing {
+            _ if status.is_none() => Some(format!("dogu {name}: waiting for the dogu operator ({wanted})")),
             "installing" => Some(format!("dogu {name}: installing {wanted}")),
             "upgrading" => Some(format!("dogu {name}: upgrading to {wanted}")),
             "deleting" => Some(format!("dogu {name}: being removed")),
@@ -152,6 +154,7 @@ pub fn busy(dogus: &[Dogu], components: &[Component]) -> Vec<String> {
         let name = component.metadata.name.as_deref().unwrap_or("?");
         let wanted = &component.spec.version;
         let line = match doing {
+            _ if status.is_none() => Some(format!("component {name}: waiting for the component operator ({wanted})")),
             "installing" => Some(format!("component {name}: installing {wanted}")),
             "upgrading" => Some(format!("component {name}: upgrading to {wanted}")),
             "deleting" => Some(format!("component {name}: being removed")),
@@ -193,6 +196,11 @@ pub struct Changes {
 }
 
 impl Changes {
+    /// The first `count` events are not news (a watch that starts late shows only the recent ones).
+    pub fn skip_events(&mut self, count: usize) {
+        self.events_seen = self.events_seen.max(count);
+    }
+
     pub fn lines(&mut self, blueprint: Option<&Blueprint>, busy: &[String], events: &[EventLine]) -> Vec<String> {
         let mut lines = Vec::new();
         for condition in blueprint.and_then(|b| b.status.as_ref()).map(|s| s.conditions.as_slice()).unwrap_or_default()

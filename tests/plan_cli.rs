@@ -84,6 +84,17 @@ fn json_output_is_the_status_actions_events_and_requeue() {
 }
 
 #[test]
+fn yaml_output_is_the_json_output_in_yaml() {
+    let json = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);
+    let yaml = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "yaml"]);
+    assert_eq!(yaml.status.code(), Some(2), "{}", stderr(&yaml));
+    let from_json: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let from_yaml: Value = serde_saphyr::from_str(&stdout(&yaml)).expect("valid YAML");
+    assert_eq!(from_yaml, from_json);
+    assert!(stdout(&yaml).starts_with("state: "), "{}", stdout(&yaml));
+}
+
+#[test]
 fn the_same_inputs_give_the_same_plan() {
     let a = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);
     let b = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &["-o", "json"]);

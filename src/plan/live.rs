@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
-use kube::config::KubeConfigOptions;
 use serde::de::DeserializeOwned;
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
@@ -37,15 +36,9 @@ pub enum LiveError {
 /// The plan for the cluster of the kubeconfig (its current context, or `args.context`).
 pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
     let blueprint = input::read_blueprint(&args.blueprint)?;
-    let config = match &args.context {
-        Some(context) => {
-            let options = KubeConfigOptions { context: Some(context.clone()), ..Default::default() };
-            kube::Config::from_kubeconfig(&options).await.map_err(|e| LiveError::Kubeconfig(e.to_string()))?
-        }
-        None => kube::Config::infer().await.map_err(|e| LiveError::Kubeconfig(e.to_string()))?,
-    };
-    let namespace = namespace_of(args, &blueprint, &config.default_namespace);
-    let client = kube::Client::try_from(config).map_err(|e| LiveError::Kubeconfig(e.to_string()))?;
+    let (client, default_namespace) =
+        crate::kubeconfig::client(args.context.as_deref()).await.map_err(LiveError::Kubeconfig)?;
+    let namespace = namespace_of(args, &blueprint, &default_namespace);
     let cluster = read(&client, &namespace, &blueprint).await?;
 
     let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();

@@ -25,6 +25,7 @@ pub use input::InputError;
 pub enum Format {
     Text,
     Json,
+    Yaml,
 }
 
 pub struct PlanArgs {
@@ -97,7 +98,7 @@ pub fn plan(
     let name = observation.blueprint.as_ref().and_then(|b| b.metadata.name.clone()).unwrap_or_default();
     let stdout = match args.format {
         Format::Text => render::text(&name, &decision),
-        Format::Json => {
+        Format::Json | Format::Yaml => {
             let plan = JsonPlan {
                 state: decision.state,
                 status: decision.status.as_deref(),
@@ -105,7 +106,11 @@ pub fn plan(
                 events: &decision.events,
                 requeue: &decision.requeue,
             };
-            serde_json::to_string_pretty(&plan).expect("decisions serialize") + "\n"
+            if args.format == Format::Json {
+                serde_json::to_string_pretty(&plan).expect("decisions serialize") + "\n"
+            } else {
+                serde_saphyr::to_string(&plan).expect("decisions serialize")
+            }
         }
     };
     let (exit_code, error) = exit(&decision);

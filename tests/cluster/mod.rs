@@ -9,5 +9,6 @@ mod kubectl;
 mod leader;
 mod live_plan;
 mod rbac;
+mod status_cli;
 
 pub use blueprint_operator::sandbox::control_plane;
