@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::crd;
@@ -23,6 +23,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// The in-cluster operator (configured by environment variables; kubeconfig or in-cluster config).
+    #[command(after_long_help = crate::config::environment_help())]
     Run {
         #[command(flatten)]
         journal: JournalArgs,
@@ -145,6 +146,12 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: crate::convert::Output,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// For example: `blueprint-operator completions bash > /etc/bash_completion.d/blueprint-operator`.
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff): `blueprint-operator man | man -l -`.
+    Man,
     /// Print a CRD manifest.
     Crd {
         #[arg(value_enum, default_value = "blueprint")]
@@ -175,6 +182,20 @@ impl JournalArgs {
             keep: self.keep,
         })
     }
+}
+
+/// The manual page: the command, then each subcommand's page (options, exit codes, and `run`'s
+/// environment) in one roff document.
+pub fn manual() -> std::io::Result<Vec<u8>> {
+    let command = Cli::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command.clone()).render(&mut page)?;
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("blueprint-operator-{}", sub.get_name());
+        let sub = sub.clone().name(name.clone()).bin_name(format!("blueprint-operator {}", sub.get_name()));
+        clap_mangen::Man::new(sub).title(name.to_uppercase()).render(&mut page)?;
+    }
+    Ok(page)
 }
 
 /// A positive number of bytes, written as a Kubernetes quantity.
@@ -262,6 +283,20 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "blueprint-operator", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man => match manual() {
+            Ok(page) => {
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::from(1)
+            }
+        },
         Command::Crd { which } => {
             print!("{}", crd::yaml(which));
             ExitCode::SUCCESS

@@ -55,6 +55,48 @@ pub struct Settings {
     pub identity: String,
 }
 
+/// Every environment variable `run` reads: its name, its default, what it sets. `run --help` and the
+/// man page list them; a test checks that the settings read no other and this lists no unread one.
+pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
+    ("NAMESPACE", "(required)", "the namespace the operator works in"),
+    ("LOG_LEVEL", "info", "a level (error, warn, info, debug, trace) or a tracing filter directive"),
+    ("LOG_FORMAT", "text", "text or json"),
+    ("DEBOUNCE_WINDOW", "1s", "a reconcile waits this long after the last change (at most 1m)"),
+    ("DEBOUNCE_MAX_DELAY", "5s", "and never longer than this after the first (at most 10m)"),
+    ("OPERATOR_VERSION", "the build's version", "the version this operator runs as"),
+    (
+        "OPERATOR_COMPONENT_VERSIONS",
+        "the build's major line (>=0.0.0, <1.0.0)",
+        "which versions of the operator's component are releases of this operator",
+    ),
+    ("ALLOW_OPERATOR_REPLACEMENT", "false", "let a blueprint replace this operator with another implementation"),
+    ("DOGU_REGISTRY_ENDPOINT", "(none: local registry only)", "the remote dogu registry's URL"),
+    ("DOGU_REGISTRY_USERNAME", "(none)", "its basic-auth user (with DOGU_REGISTRY_PASSWORD)"),
+    ("DOGU_REGISTRY_PASSWORD", "(none)", "its basic-auth password"),
+    ("DOGU_REGISTRY_URLSCHEMA", "default", "default (<endpoint>/dogus/...) or index (.../index.json)"),
+    ("DOGU_REGISTRY_TIMEOUT", "10s", "how long one registry request may take"),
+    ("DOGU_REGISTRY_CA_FILE", "(none)", "a PEM file of CAs to trust besides the system's"),
+    ("PROXY_URL", "(none)", "an HTTP proxy for the registry; user info becomes its credentials"),
+    ("DESCRIPTOR_CACHE_SIZE", "512", "dogu descriptors kept in memory"),
+    ("DESCRIPTOR_NOT_FOUND_TTL", "30s", "how long a registry's \"not found\" is believed"),
+    ("METRICS_BIND_ADDRESS", "0.0.0.0:8080", "/metrics"),
+    ("HEALTH_PROBE_BIND_ADDRESS", "0.0.0.0:8081", "/healthz and /readyz"),
+    ("LEADER_ELECT", "true", "hold a Lease so that one replica reconciles"),
+    ("POD_NAME", "HOSTNAME", "this replica's identity in the Lease and in events"),
+    ("HOSTNAME", "(set by the container)", "the identity when POD_NAME is not set"),
+];
+
+/// [`ENVIRONMENT`] as a help section.
+pub fn environment_help() -> String {
+    let width = ENVIRONMENT.iter().map(|(name, ..)| name.len()).max().unwrap_or(0);
+    let mut text = String::from("Environment (name, default, meaning):\n");
+    for (name, default, meaning) in ENVIRONMENT {
+        text.push_str(&format!("  {name:width$}  {default}\n  {:width$}  {meaning}\n", ""));
+    }
+    text.push_str("The journal options above can also be set by JOURNAL_PATH, JOURNAL_MAX_BYTES and JOURNAL_KEEP.");
+    text
+}
+
 /// A longer window would hold every change for longer than anyone waits for an operator to react.
 pub const MAX_DEBOUNCE_WINDOW: Duration = Duration::from_secs(60);
 /// The longest a change may wait for its reconcile while other changes keep coming.
@@ -315,6 +357,29 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+    }
+
+    /// `run --help` lists exactly what the settings read.
+    #[test]
+    fn the_environment_list_is_what_the_settings_read() {
+        let asked = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let given: HashMap<&str, &str> = [
+            ("NAMESPACE", "x"),
+            ("DOGU_REGISTRY_ENDPOINT", "https://dogu.example.com/"),
+            ("DOGU_REGISTRY_USERNAME", "u"),
+            ("DOGU_REGISTRY_PASSWORD", "p"),
+        ]
+        .into_iter()
+        .collect();
+        Settings::from_lookup(|name| {
+            asked.borrow_mut().insert(name.to_owned());
+            given.get(name).map(|v| (*v).to_owned())
+        })
+        .unwrap();
+        let listed: std::collections::BTreeSet<String> = ENVIRONMENT.iter().map(|(n, ..)| (*n).to_owned()).collect();
+        assert_eq!(asked.into_inner(), listed);
+        let help = environment_help();
+        assert!(help.contains("  DOGU_REGISTRY_TIMEOUT        10s\n"), "{help}");
     }
 
     #[test]
