@@ -1,8 +1,8 @@
 //! Prometheus metrics of the operator (`/metrics`).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -46,6 +46,16 @@ pub struct RegistryLabels {
     pub outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BlueprintStateLabels {
+    /// The Blueprint's namespace (the operator's).
+    pub namespace: String,
+    /// The Blueprint's name.
+    pub blueprint: String,
+    /// The machine's state (`Completed`, `Stopped`, `Invalid`, `ApplyingDogus`, ...): a closed set.
+    pub state: String,
+}
+
 /// Every metric of the operator, registered once.
 pub struct Metrics {
     pub registry: Registry,
@@ -63,6 +73,14 @@ pub struct Metrics {
     pub registry_requests_deferred: Counter,
     pub journal_records: Counter,
     pub journal_errors: Counter,
+    /// One series per Blueprint, valued 1, whose `state` label is the state of the last decision whose
+    /// status is the stored one. Set through [`Metrics::set_blueprint_state`] only.
+    blueprint_state: Family<BlueprintStateLabels, Gauge<i64, AtomicI64>>,
+    /// The state each Blueprint's series carries now, by (namespace, name): the series to remove when
+    /// the state changes or the Blueprint is gone. Its lock also orders the updates of the family.
+    blueprint_states: Mutex<HashMap<(String, String), String>>,
+    /// 1 while this replica leads (holds the Lease and may write; always, without leader election).
+    pub leader: Gauge<i64, AtomicI64>,
 }
 
 impl Default for Metrics {
@@ -114,6 +132,14 @@ impl Default for Metrics {
         registry.register("journal_records", "Reconciles recorded in the journal", journal_records.clone());
         let journal_errors = Counter::default();
         registry.register("journal_errors", "Reconciles the journal could not record", journal_errors.clone());
+        let blueprint_state = Family::<BlueprintStateLabels, Gauge<i64, AtomicI64>>::default();
+        registry.register(
+            "blueprint_state",
+            "The state of each Blueprint as last decided (one series per Blueprint, valued 1)",
+            blueprint_state.clone(),
+        );
+        let leader = Gauge::<i64, AtomicI64>::default();
+        registry.register("leader", "1 while this replica leads and may write, else 0", leader.clone());
         Metrics {
             registry,
             reconciles,
@@ -129,6 +155,9 @@ impl Default for Metrics {
             registry_requests_deferred,
             journal_records,
             journal_errors,
+            blueprint_state,
+            blueprint_states: Mutex::default(),
+            leader,
         }
     }
 }
@@ -156,10 +185,49 @@ impl Metrics {
         self.registry_request_duration.observe(duration.as_secs_f64());
     }
 
+    /// The Blueprint `namespace/name` is in `state` (as the machine decided): its one series now carries
+    /// that state; the series of its previous state is removed, so that a query of the Blueprint's
+    /// state finds exactly one series.
+    pub fn set_blueprint_state(&self, namespace: &str, name: &str, state: &str) {
+        let mut states = self.blueprint_states.lock().expect("not poisoned");
+        let key = (namespace.to_owned(), name.to_owned());
+        if let Some(previous) = states.insert(key, state.to_owned())
+            && previous != state
+        {
+            self.blueprint_state.remove(&state_labels(namespace, name, &previous));
+        }
+        self.blueprint_state.get_or_create(&state_labels(namespace, name, state)).set(1);
+    }
+
+    /// The Blueprint `namespace/name` is gone: its series leaves the metrics.
+    pub fn forget_blueprint(&self, namespace: &str, name: &str) {
+        let mut states = self.blueprint_states.lock().expect("not poisoned");
+        if let Some(state) = states.remove(&(namespace.to_owned(), name.to_owned())) {
+            self.blueprint_state.remove(&state_labels(namespace, name, &state));
+        }
+    }
+
+    /// Only the Blueprints of `namespace` for which `exists` holds keep their series (after a relist,
+    /// which reports no deletions).
+    pub fn retain_blueprints(&self, namespace: &str, exists: impl Fn(&str) -> bool) {
+        let mut states = self.blueprint_states.lock().expect("not poisoned");
+        states.retain(|(ns, name), state| {
+            let keep = ns != namespace || exists(name);
+            if !keep {
+                self.blueprint_state.remove(&state_labels(ns, name, state));
+            }
+            keep
+        });
+    }
+
     /// Counts a request to the API server by its Kubernetes verb.
     pub fn count_request<B>(&self, request: &http::Request<B>) {
         self.api_requests.get_or_create(&VerbLabels { verb: verb(request).to_owned() }).inc();
     }
+}
+
+fn state_labels(namespace: &str, name: &str, state: &str) -> BlueprintStateLabels {
+    BlueprintStateLabels { namespace: namespace.to_owned(), blueprint: name.to_owned(), state: state.to_owned() }
 }
 
 /// Sums of an exposition text (what `/metrics` serves): every series whose line starts with `prefix`.
@@ -241,6 +309,49 @@ mod tests {
         let text = metrics.encode();
         assert!(text.contains("blueprint_operator_api_requests_total{verb=\"delete\"} 1"), "{text}");
         assert!(text.contains("blueprint_operator_reconcile_duration_seconds"), "{text}");
+    }
+
+    /// The `blueprint_state` samples of an exposition text.
+    fn state_lines(metrics: &Metrics) -> Vec<String> {
+        let text = metrics.encode();
+        text.lines().filter(|l| l.starts_with("blueprint_operator_blueprint_state{")).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_blueprint_has_one_state_series_which_follows_its_state_and_leaves_with_it() {
+        let metrics = Metrics::default();
+        assert_eq!(state_lines(&metrics), Vec::<String>::new(), "no Blueprint, no series");
+        metrics.set_blueprint_state("ecosystem", "b", "ApplyingDogus");
+        metrics.set_blueprint_state("ecosystem", "other", "Stopped");
+        metrics.set_blueprint_state("ecosystem", "b", "Completed");
+        let mut lines = state_lines(&metrics);
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                r#"blueprint_operator_blueprint_state{namespace="ecosystem",blueprint="b",state="Completed"} 1"#,
+                r#"blueprint_operator_blueprint_state{namespace="ecosystem",blueprint="other",state="Stopped"} 1"#,
+            ],
+            "the series of the previous state is gone"
+        );
+        metrics.forget_blueprint("ecosystem", "b");
+        assert_eq!(
+            state_lines(&metrics),
+            vec![r#"blueprint_operator_blueprint_state{namespace="ecosystem",blueprint="other",state="Stopped"} 1"#]
+        );
+        metrics.set_blueprint_state("ecosystem", "b", "Invalid");
+        metrics.set_blueprint_state("elsewhere", "other", "Completed");
+        // A relist of `ecosystem` holds only `b`: `other` there goes, the other namespace's stays.
+        metrics.retain_blueprints("ecosystem", |name| name == "b");
+        let mut lines = state_lines(&metrics);
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                r#"blueprint_operator_blueprint_state{namespace="ecosystem",blueprint="b",state="Invalid"} 1"#,
+                r#"blueprint_operator_blueprint_state{namespace="elsewhere",blueprint="other",state="Completed"} 1"#,
+            ]
+        );
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
         clock: None,
     };
     if !settings.leader_election {
+        // The only replica writes: it leads.
+        metrics.leader.set(1);
         controller::run_controller(client, options, metrics, ready, termination()).await;
         return Ok(());
     }
@@ -168,17 +170,24 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
             return Ok(());
         }
     }
+    metrics.leader.set(1);
     let guarded = guarded_client(config, metrics.clone(), leadership.guard()).map_err(RunError::Client)?;
     let lost = leadership.lost();
     let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<bool>();
+    let leading = metrics.clone();
     let stop = async move {
         let lost_leadership = tokio::select! {
             _ = terminated => false,
             _ = lost => true,
         };
+        if lost_leadership {
+            // The guard refuses every write from now on, whatever reconciles are still in flight.
+            leading.leader.set(0);
+        }
         let _ = stop_sender.send(lost_leadership);
     };
-    controller::run_controller(guarded, options, metrics, ready, stop).await;
+    controller::run_controller(guarded, options, metrics.clone(), ready, stop).await;
+    metrics.leader.set(0);
     // Given up at once, so that a standby takes over without waiting for the Lease to expire.
     leadership.release(RELEASE_TIMEOUT).await;
     match stop_receiver.await {

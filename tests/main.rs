@@ -5,6 +5,7 @@ mod cluster;
 mod convert_cli;
 mod crd;
 mod journal;
+mod monitoring;
 mod plan_cli;
 mod registry;
 mod reliability;

@@ -111,6 +111,7 @@ pub async fn run_controller(
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
+    let blueprint_changes = forget_deleted(blueprint_changes, blueprint_reader.clone(), metrics.clone(), ns.clone());
     let (mut filling, filled) = Filled::new();
     let blueprint_changes = filling.track(blueprint_changes);
     let dogu_changes = filling.track(dogu_changes);
@@ -191,6 +192,27 @@ pub async fn run_controller(
             "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
         ),
     }
+}
+
+/// A deleted Blueprint is reconciled no more: its state leaves the metrics when its deletion is
+/// watched, or when a relist (which reports no deletions) no longer holds it. The reflector has
+/// applied each event to `store` before it passes it on.
+fn forget_deleted(
+    events: Events<Decoded<Blueprint>>,
+    store: Store<Decoded<Blueprint>>,
+    metrics: Arc<Metrics>,
+    namespace: String,
+) -> Events<Decoded<Blueprint>> {
+    events
+        .inspect(move |event| match event {
+            Ok(watcher::Event::Delete(blueprint)) => metrics.forget_blueprint(&namespace, &blueprint.name_any()),
+            Ok(watcher::Event::InitDone) => {
+                let names: std::collections::HashSet<String> = store.state().iter().map(|b| b.name_any()).collect();
+                metrics.retain_blueprints(&namespace, |name| names.contains(name));
+            }
+            _ => {}
+        })
+        .boxed()
 }
 
 /// What the controller's reconciles share: the reconcile's context, and the journal they are recorded in.

@@ -69,6 +69,15 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
         (None, _) => decision.state.to_string(),
     };
     context.metrics.reconciles.get_or_create(&OutcomeLabels { outcome: label }).inc();
+    // The Blueprint's state as the machine decided it, once the status that shows it is the stored one
+    // (a decision whose status write conflicted or failed was made on a stale Blueprint).
+    match (&status, blueprint.is_some()) {
+        (StatusWrite::Unchanged | StatusWrite::Written, true) => {
+            context.metrics.set_blueprint_state(&context.namespace, name, &outcome.state.to_string());
+        }
+        (_, false) => context.metrics.forget_blueprint(&context.namespace, name),
+        _ => {}
+    }
     Record {
         format: FORMAT,
         operator_version: context.identity.version.clone(),
