@@ -28,7 +28,8 @@ pub enum Command {
         #[command(flatten)]
         journal: JournalArgs,
     },
-    /// Offline: what would one reconcile decide for this blueprint on this cluster?
+    /// What would one reconcile decide for this blueprint: on a snapshot (--cluster FILE), or on the
+    /// kubeconfig's cluster, read-only?
     ///
     /// Exit code 0: nothing to do; 2: changes pending; 1: error or invalid blueprint.
     Plan {

@@ -532,3 +532,26 @@ fn a_snapshots_dogu_spec_config_maps_are_its_descriptors() {
     assert!(!stdout(&from_registry).contains("no dogu descriptors"), "{}", stdout(&from_registry));
     assert_eq!(stdout(&from_registry), stdout(&from_folder), "the same descriptors, the same plan");
 }
+
+/// Strict input: a typo in a field name was dropped without a word (and the mask with it); now it is an
+/// error naming the field's path, its line and the field meant.
+#[test]
+fn an_unknown_field_is_an_error_with_its_path_and_line() {
+    let text = std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap();
+    let typo = text.replacen("  displayName:", "  blueprintMsk:\n    dogus: []\n  displayName:", 1);
+    let line = typo.lines().position(|l| l.contains("blueprintMsk")).unwrap() + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blueprint.yaml");
+    std::fs::write(&file, &typo).unwrap();
+    let cluster = example("upgrade/cluster.yaml");
+    let output = plan(&["-f", file.to_str().unwrap(), "--cluster", cluster.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        format!(
+            "error: {}: line {line}, column 3: unknown field spec.blueprintMsk (did you mean spec.blueprintMask?)",
+            file.display()
+        )
+    );
+    assert!(stdout(&output).is_empty(), "no plan for a file that does not say what it means");
+}

@@ -80,7 +80,19 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
     // A v3 Blueprint is read in its v2 form (what this operator reconciles; docs/api-versions.md):
     // what v2 cannot hold goes into the conversion's annotation, which `v3_fields_not_applied` names.
     let api_version = document.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let text = if ApiVersion::parse(api_version).is_some_and(|(_, version)| version == ApiVersion::V3) {
+    let v3 = ApiVersion::parse(api_version).is_some_and(|(_, version)| version == ApiVersion::V3);
+    // A field the schema does not have is an error, not a field dropped (held to the CRD's schema, as
+    // `kubectl apply` is).
+    let unknown = super::strict::unknown_fields(&text, schemas::blueprint(v3));
+    match unknown.as_slice() {
+        [] => {}
+        [one] => return Err(error(file, one.to_string())),
+        several => {
+            let listed: Vec<String> = several.iter().map(ToString::to_string).collect();
+            return Err(error(file, format!("{} unknown fields: {}", several.len(), listed.join("; "))));
+        }
+    }
+    let text = if v3 {
         let v2 = convert(document, ApiVersion::V2).map_err(|e| error(file, e.to_string()))?;
         serde_json::to_string_pretty(&v2).expect("JSON values print")
     } else {
@@ -99,6 +111,24 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
     }
     serde_saphyr::from_str::<Body>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))?;
     serde_saphyr::from_str::<Blueprint>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
+}
+
+/// The Blueprint CRD's schemas, made once.
+mod schemas {
+    use std::sync::OnceLock;
+
+    use serde_json::Value;
+
+    /// The openAPIV3Schema of the Blueprint CRD's v2, or of v3.
+    pub fn blueprint(v3: bool) -> &'static Value {
+        static V2: OnceLock<Value> = OnceLock::new();
+        static V3: OnceLock<Value> = OnceLock::new();
+        let v2 = V2.get_or_init(|| {
+            let crd = serde_json::to_value(blueprint_machine::api::blueprint_crd()).expect("CRDs serialize");
+            crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+        });
+        if v3 { V3.get_or_init(|| blueprint_machine::api::v3::blueprint_v3_schema(v2)) } else { v2 }
+    }
 }
 
 /// What a Blueprint read from v3 holds that this operator does not apply yet (config references,

@@ -3,6 +3,7 @@
 pub mod input;
 pub mod live;
 pub mod render;
+pub mod strict;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -95,3 +95,32 @@ async fn kubectl_explain_reads_the_crd_schema() {
     };
     crate::reliability::sandbox_gaps::assert_explains_the_blueprint_spec(&explained);
 }
+
+/// Strict input on the real API server: `kubectl apply` (strict field validation, its default) refuses
+/// the field `plan` refuses, by the CRD's schema: the same mistake is caught before and after the commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_refuses_an_unknown_field_as_plan_does() {
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("strict");
+    let typo = std::fs::read_to_string(repository("examples/fresh-install/blueprint.yaml"))
+        .unwrap()
+        .replace("namespace: ecosystem", &format!("namespace: {namespace}"))
+        .replacen("  displayName:", "  blueprintMsk:\n    dogus: []\n  displayName:", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blueprint.yaml");
+    std::fs::write(&file, typo).unwrap();
+    let refused = kubectl(&["apply", "-f", &file.display().to_string()]).await.unwrap_err();
+    assert!(refused.contains("unknown field \"spec.blueprintMsk\""), "{refused}");
+    let planned = std::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args([
+            "plan",
+            "-f",
+            &file.display().to_string(),
+            "--cluster",
+            &repository("examples/fresh-install/cluster.yaml").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(planned.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&planned.stderr).contains("unknown field spec.blueprintMsk"));
+}
