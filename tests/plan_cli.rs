@@ -555,3 +555,40 @@ fn an_unknown_field_is_an_error_with_its_path_and_line() {
     );
     assert!(stdout(&output).is_empty(), "no plan for a file that does not say what it means");
 }
+
+/// An uninstall is the most dangerous line of a plan (a dogu's data volumes may go with it): it is
+/// announced before the list of changes, not only marked with a `-` among them.
+#[test]
+fn an_uninstall_is_announced_before_the_changes() {
+    let text = std::fs::read_to_string(example("upgrade/blueprint.yaml")).unwrap();
+    let mounts = "        platformConfig:\n          additionalMounts:\n            - sourceType: ConfigMap\n              name: company-landing-page\n              volume: customhtml\n";
+    assert!(text.contains(mounts), "the example has nginx-static's mounts");
+    let removed = text.replacen(
+        &format!("        version: \"1.26.3-1\"\n{mounts}"),
+        "        version: \"1.26.3-1\"\n        absent: true\n",
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blueprint.yaml");
+    std::fs::write(&file, removed).unwrap();
+    let (cluster, descriptors) = (example("upgrade/cluster.yaml"), example("descriptors"));
+    let args = [
+        "-f",
+        file.to_str().unwrap(),
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--descriptors",
+        descriptors.to_str().unwrap(),
+    ];
+    let output = plan(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stdout(&output);
+    let warning =
+        "\n!!! UNINSTALL 1 dogu(s): nginx-static. Their data volumes may be deleted with them; back them up first.\n";
+    let at = text.find(warning).unwrap_or_else(|| panic!("no uninstall warning:\n{text}"));
+    assert!(at < text.find("\nDogus:").unwrap(), "before the changes:\n{text}");
+    assert!(text.contains("- nginx-static             uninstall: k8s/1.26.3-1 → absent"), "{text}");
+    // Nothing is announced for a plan without an uninstall.
+    let upgrade = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &[]);
+    assert!(!stdout(&upgrade).contains("UNINSTALL"));
+}

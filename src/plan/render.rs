@@ -15,6 +15,7 @@ pub fn text(blueprint_name: &str, decision: &Decision) -> String {
     let generation = status.and_then(|s| s.observed_generation).unwrap_or_default();
     let _ = writeln!(out, "Blueprint {blueprint_name:?} (generation {generation}): {}", describe(decision.state));
     if let Some(diff) = status.and_then(|s| s.state_diff.as_ref()) {
+        uninstalls(&mut out, diff);
         changes(&mut out, diff);
     }
     if let Some(status) = status {
@@ -42,6 +43,32 @@ fn describe(state: State) -> &'static str {
         State::ApplyingDogus => "applying dogus",
         State::AwaitingDogus => "waiting for dogus to run the wanted version and config",
         State::Completed => "completed",
+    }
+}
+
+/// Uninstalls first and loud: removing a dogu may remove its data volumes with it, and a component's
+/// removal takes what it runs; a reader skimming a long plan must not miss one.
+fn uninstalls(out: &mut String, diff: &StateDiff) {
+    let uninstall = |actions: &[String]| actions.iter().any(|a| a == "uninstall");
+    let dogus: Vec<&str> =
+        diff.dogu_diffs.iter().filter(|(_, d)| uninstall(&d.needed_actions)).map(|(n, _)| n.as_str()).collect();
+    let components: Vec<&str> =
+        diff.component_diffs.iter().filter(|(_, c)| uninstall(&c.needed_actions)).map(|(n, _)| n.as_str()).collect();
+    if !dogus.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n!!! UNINSTALL {} dogu(s): {}. Their data volumes may be deleted with them; back them up first.",
+            dogus.len(),
+            dogus.join(", ")
+        );
+    }
+    if !components.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n!!! UNINSTALL {} component(s): {}. What they run is removed with them.",
+            components.len(),
+            components.join(", ")
+        );
     }
 }
 
