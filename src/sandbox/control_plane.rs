@@ -276,7 +276,8 @@ pub struct Audited {
     pub object_ref: Option<AuditObject>,
     #[serde(default)]
     pub response_status: Option<AuditStatus>,
-    #[serde(default)]
+    /// The audit log spells it `requestURI`.
+    #[serde(default, rename = "requestURI")]
     pub request_uri: String,
 }
 

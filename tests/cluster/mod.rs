@@ -8,6 +8,7 @@ mod crds;
 mod kubectl;
 mod leader;
 mod live_plan;
+mod migration;
 mod rbac;
 mod status_cli;
 
