@@ -10,5 +10,6 @@ mod plan_cli;
 mod registry;
 mod reliability;
 mod sandbox;
+mod sandbox_cli;
 mod shell;
 mod support;
