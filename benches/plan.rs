@@ -21,6 +21,7 @@ fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
         operator_version: None,
         own_versions: blueprint_operator::identity::default_own_versions(),
         allow_replacement: false,
+        provided_dependencies: Default::default(),
         format,
     }
 }

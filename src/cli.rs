@@ -64,6 +64,12 @@ pub enum Command {
         /// Plan as an operator started with ALLOW_OPERATOR_REPLACEMENT=true.
         #[arg(long, env = "ALLOW_OPERATOR_REPLACEMENT")]
         allow_operator_replacement: bool,
+        /// Plan as an operator started with AUTH_REGISTRATION_ENABLED=true (cas is provided).
+        #[arg(long, env = "AUTH_REGISTRATION_ENABLED")]
+        auth_registration_enabled: bool,
+        /// Plan as an operator started with DISABLE_POSTFIX_DEPENDENCY_CHECK=true (postfix is provided).
+        #[arg(long, env = "DISABLE_POSTFIX_DEPENDENCY_CHECK")]
+        disable_postfix_dependency_check: bool,
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: Format,
@@ -312,8 +318,18 @@ pub fn main() -> ExitCode {
             operator_version,
             operator_component_versions,
             allow_operator_replacement,
+            auth_registration_enabled,
+            disable_postfix_dependency_check,
             output,
         } => {
+            use blueprint_machine::observation::ProvidedDependency;
+            let provided_dependencies = [
+                auth_registration_enabled.then_some(ProvidedDependency::Cas),
+                disable_postfix_dependency_check.then_some(ProvidedDependency::Postfix),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             let args = PlanArgs {
                 blueprint,
                 cluster,
@@ -324,6 +340,7 @@ pub fn main() -> ExitCode {
                 operator_version,
                 own_versions: operator_component_versions,
                 allow_replacement: allow_operator_replacement,
+                provided_dependencies,
                 format: output,
             };
             let result = if args.cluster.is_some() {

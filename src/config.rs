@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::controller::Debounce;
 use crate::descriptors::{CacheSettings, RemoteSettings, UrlSchema};
 use crate::identity::{OperatorIdentity, default_own_versions};
+use blueprint_machine::observation::ProvidedDependency;
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -70,6 +71,12 @@ pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
         "which versions of the operator's component are releases of this operator",
     ),
     ("ALLOW_OPERATOR_REPLACEMENT", "false", "let a blueprint replace this operator with another implementation"),
+    ("AUTH_REGISTRATION_ENABLED", "false", "authentication by a component: a dogu's dependency on cas is not required"),
+    (
+        "DISABLE_POSTFIX_DEPENDENCY_CHECK",
+        "false",
+        "mail by a component: a dogu's dependency on postfix is not required",
+    ),
     ("DOGU_REGISTRY_ENDPOINT", "(none: local registry only)", "the remote dogu registry's URL"),
     ("DOGU_REGISTRY_USERNAME", "(none)", "its basic-auth user (with DOGU_REGISTRY_PASSWORD)"),
     ("DOGU_REGISTRY_PASSWORD", "(none)", "its basic-auth password"),
@@ -164,12 +171,14 @@ impl Settings {
     }
 }
 
-/// `true`/`1` or `false`/`0`; anything else is an error, never a silent default.
+/// A boolean as Go's `strconv.ParseBool` reads it (the values the Go operator's chart sets work here
+/// too): `true`, `1`, `t`, ...; anything else is an error, never a silent default (upstream reads an
+/// unparsable feature flag as false).
 fn boolean(lookup: &impl Fn(&str) -> Option<String>, name: &'static str, default: bool) -> Result<bool, SettingsError> {
     match lookup(name).as_deref() {
         None => Ok(default),
-        Some("true") | Some("1") => Ok(true),
-        Some("false") | Some("0") => Ok(false),
+        Some("true" | "True" | "TRUE" | "t" | "T" | "1") => Ok(true),
+        Some("false" | "False" | "FALSE" | "f" | "F" | "0") => Ok(false),
         Some(other) => Err(SettingsError::Invalid { name, problem: format!("{other:?} is not a boolean") }),
     }
 }
@@ -194,7 +203,15 @@ fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity
         return Err(SettingsError::Invalid { name: "OPERATOR_COMPONENT_VERSIONS", problem });
     }
     let allow_replacement = boolean(lookup, "ALLOW_OPERATOR_REPLACEMENT", false)?;
-    Ok(OperatorIdentity { version, own_versions, allow_replacement })
+    let provided_dependencies = [
+        (ProvidedDependency::Cas, "AUTH_REGISTRATION_ENABLED"),
+        (ProvidedDependency::Postfix, "DISABLE_POSTFIX_DEPENDENCY_CHECK"),
+    ]
+    .into_iter()
+    .map(|(dependency, name)| Ok(boolean(lookup, name, false)?.then_some(dependency)))
+    .filter_map(Result::transpose)
+    .collect::<Result<_, SettingsError>>()?;
+    Ok(OperatorIdentity { version, own_versions, allow_replacement, provided_dependencies })
 }
 
 fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
@@ -379,7 +396,8 @@ mod tests {
         let listed: std::collections::BTreeSet<String> = ENVIRONMENT.iter().map(|(n, ..)| (*n).to_owned()).collect();
         assert_eq!(asked.into_inner(), listed);
         let help = environment_help();
-        assert!(help.contains("  DOGU_REGISTRY_TIMEOUT        10s\n"), "{help}");
+        let timeout = help.lines().find(|l| l.starts_with("  DOGU_REGISTRY_TIMEOUT ")).expect("listed");
+        assert!(timeout.ends_with(" 10s"), "{help}");
     }
 
     #[test]
@@ -403,6 +421,19 @@ mod tests {
         );
         let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_COMPONENT_VERSIONS", "mine")]).unwrap_err();
         assert!(error.to_string().contains("is not a version requirement"), "{error}");
+        let flags = settings(&[
+            ("NAMESPACE", "x"),
+            ("AUTH_REGISTRATION_ENABLED", "True"),
+            ("DISABLE_POSTFIX_DEPENDENCY_CHECK", "false"),
+        ])
+        .unwrap();
+        assert_eq!(flags.operator.provided_dependencies, [ProvidedDependency::Cas].into_iter().collect());
+        // Upstream reads an unparsable flag as false, silently; here the start stops and says why.
+        let error = settings(&[("NAMESPACE", "x"), ("DISABLE_POSTFIX_DEPENDENCY_CHECK", "yes")]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable DISABLE_POSTFIX_DEPENDENCY_CHECK is invalid: \"yes\" is not a boolean"
+        );
         let error = settings(&[("NAMESPACE", "x"), ("ALLOW_OPERATOR_REPLACEMENT", "yes")]).unwrap_err();
         assert!(
             error.to_string().contains("ALLOW_OPERATOR_REPLACEMENT is invalid: \"yes\" is not a boolean"),

@@ -2,7 +2,9 @@
 //! component are releases of this implementation, and whether a hand-over to another implementation
 //! was allowed (docs/migration.md, "The operator's own component").
 
-use blueprint_machine::observation::OperatorFacts;
+use std::collections::BTreeSet;
+
+use blueprint_machine::observation::{OperatorFacts, ProvidedDependency};
 use semver::VersionReq;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,12 +15,19 @@ pub struct OperatorIdentity {
     pub own_versions: VersionReq,
     /// `ALLOW_OPERATOR_REPLACEMENT`.
     pub allow_replacement: bool,
+    /// Feature flags: `AUTH_REGISTRATION_ENABLED` (cas), `DISABLE_POSTFIX_DEPENDENCY_CHECK` (postfix).
+    pub provided_dependencies: BTreeSet<ProvidedDependency>,
 }
 
 impl OperatorIdentity {
     /// This build, its releases the build's major line, no replacement allowed.
     pub fn of_build(version: impl Into<String>) -> Self {
-        OperatorIdentity { version: version.into(), own_versions: default_own_versions(), allow_replacement: false }
+        OperatorIdentity {
+            version: version.into(),
+            own_versions: default_own_versions(),
+            allow_replacement: false,
+            provided_dependencies: BTreeSet::new(),
+        }
     }
 
     /// What a reconcile knows about the operator, in `namespace`.
@@ -26,6 +35,7 @@ impl OperatorIdentity {
         OperatorFacts {
             own_versions: Some(self.own_versions.clone()),
             allow_replacement: self.allow_replacement,
+            provided_dependencies: self.provided_dependencies.clone(),
             ..OperatorFacts::new(namespace, Some(self.version.clone()))
         }
     }

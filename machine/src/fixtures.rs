@@ -135,6 +135,7 @@ pub struct Scenario {
     /// The operator's own releases and whether it may be replaced (see [`OperatorFacts`]).
     pub own_versions: Option<semver::VersionReq>,
     pub allow_replacement: bool,
+    pub provided_dependencies: std::collections::BTreeSet<crate::observation::ProvidedDependency>,
 }
 
 impl Scenario {
@@ -156,6 +157,7 @@ impl Scenario {
             operator_version: None,
             own_versions: None,
             allow_replacement: false,
+            provided_dependencies: Default::default(),
         }
     }
 
@@ -254,6 +256,12 @@ impl Scenario {
         self
     }
 
+    /// The platform provides this dependency without its dogu (a feature flag).
+    pub fn with_provided(mut self, dependency: crate::observation::ProvidedDependency) -> Self {
+        self.provided_dependencies.insert(dependency);
+        self
+    }
+
     pub fn at(mut self, now: Time) -> Self {
         self.now = now;
         self
@@ -285,6 +293,7 @@ impl Scenario {
             operator: OperatorFacts {
                 own_versions: self.own_versions.clone(),
                 allow_replacement: self.allow_replacement,
+                provided_dependencies: self.provided_dependencies.clone(),
                 ..OperatorFacts::new(NAMESPACE, self.operator_version.clone())
             },
             blueprint: self.blueprint.clone().map(Arc::new),

@@ -2,7 +2,7 @@
 //! about itself. Built by the shell (or by `plan` from files, or read back from a journal); never
 //! contains a plaintext secret.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -89,6 +89,29 @@ pub struct OperatorFacts {
     /// The replacement by another implementation was allowed on purpose (`ALLOW_OPERATOR_REPLACEMENT`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_replacement: bool,
+    /// Dogu dependencies the platform provides otherwise (feature flags), not required in a blueprint.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub provided_dependencies: BTreeSet<ProvidedDependency>,
+}
+
+/// A dogu dependency that a platform provides without the dogu (upstream v3.3's feature flags).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ProvidedDependency {
+    /// Authentication by a component (auth registration): `AUTH_REGISTRATION_ENABLED`.
+    Cas,
+    /// Mail by a component: `DISABLE_POSTFIX_DEPENDENCY_CHECK`.
+    Postfix,
+}
+
+impl ProvidedDependency {
+    /// The dogu the dependency names.
+    pub fn dogu(self) -> &'static str {
+        match self {
+            ProvidedDependency::Cas => "cas",
+            ProvidedDependency::Postfix => "postfix",
+        }
+    }
 }
 
 impl OperatorFacts {
@@ -99,6 +122,7 @@ impl OperatorFacts {
             version,
             own_versions: None,
             allow_replacement: false,
+            provided_dependencies: BTreeSet::new(),
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct PlanArgs {
     /// See [`crate::identity::OperatorIdentity`].
     pub own_versions: semver::VersionReq,
     pub allow_replacement: bool,
+    /// Feature flags: dependencies the platform provides (see [`crate::identity::OperatorIdentity`]).
+    pub provided_dependencies: std::collections::BTreeSet<blueprint_machine::observation::ProvidedDependency>,
     pub format: Format,
 }
 
@@ -199,6 +201,7 @@ fn observe(
         operator: OperatorFacts {
             own_versions: Some(args.own_versions.clone()),
             allow_replacement: args.allow_replacement,
+            provided_dependencies: args.provided_dependencies.clone(),
             ..OperatorFacts::new(namespace, args.operator_version.clone())
         },
         blueprint: Some(Arc::new(blueprint)),

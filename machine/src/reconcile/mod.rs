@@ -112,7 +112,8 @@ impl<'o> Run<'o> {
         self.effective_blueprint = Some(effective.to_api());
 
         // What is observed: validity, health, the diff, and what blocks applying it.
-        let validity = dynamic::validate(effective, &observation.descriptors);
+        let validity =
+            dynamic::validate(effective, &observation.descriptors, &observation.operator.provided_dependencies);
         self.record_validity(&validity);
         let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
         let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);

@@ -1,11 +1,11 @@
 //! Dynamic validation: checks that need the wanted dogus' descriptors (`dogu.json`): dependencies and
 //! additional mounts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::effective::EffectiveBlueprint;
 use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
-use crate::observation::{DescriptorEntry, DescriptorLookup};
+use crate::observation::{DescriptorEntry, DescriptorLookup, ProvidedDependency};
 use crate::problem::Problem;
 
 /// Dependencies that single-node installations needed and that no blueprint lists.
@@ -22,7 +22,12 @@ pub(crate) enum Validity {
     DescriptorsUnavailable(Problem),
 }
 
-pub(crate) fn validate(effective: &EffectiveBlueprint, descriptors: &[DescriptorEntry]) -> Validity {
+/// `provided`: dependencies the platform provides without the dogu (feature flags).
+pub(crate) fn validate(
+    effective: &EffectiveBlueprint,
+    descriptors: &[DescriptorEntry],
+    provided: &BTreeSet<ProvidedDependency>,
+) -> Validity {
     // Keyed by (namespace, simple name, version), so that lookups need no formatting (and no hashing:
     // a B-tree of borrowed keys is cheaper for the sizes blueprints have).
     let index: BTreeMap<(&str, &str, &str), &DescriptorLookup> = descriptors
@@ -66,7 +71,10 @@ pub(crate) fn validate(effective: &EffectiveBlueprint, descriptors: &[Descriptor
     let problems: Vec<Problem> = [
         Problem::wrap_all(
             "dependencies are not satisfied in effective blueprint",
-            found.iter().filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &by_name)).collect(),
+            found
+                .iter()
+                .filter_map(|(dogu, descriptor)| dependency_problems(dogu, descriptor, &by_name, provided))
+                .collect(),
         ),
         Problem::wrap_all(
             "additionalMounts are invalid in effective blueprint",
@@ -86,10 +94,12 @@ fn dependency_problems(
     dogu: &TargetDogu,
     descriptor: &DoguDescriptor,
     wanted: &BTreeMap<&str, &TargetDogu>,
+    provided: &BTreeSet<ProvidedDependency>,
 ) -> Option<Problem> {
     let mut problems = Vec::new();
     for dependency in descriptor.dependencies.iter().filter(|d| d.is_dogu()) {
-        if EXEMPT_DEPENDENCIES.contains(&dependency.name.as_str()) {
+        let name = dependency.name.as_str();
+        if EXEMPT_DEPENDENCIES.contains(&name) || provided.iter().any(|p| p.dogu() == name) {
             continue;
         }
         let Some(present) = wanted.get(dependency.name.as_str()) else {

@@ -1,6 +1,6 @@
 //! Dynamic validation against dogu descriptors: docs/acceptance.md cases 38–47.
 
-use blueprint_machine::observation::DescriptorLookup;
+use blueprint_machine::observation::{DescriptorLookup, ProvidedDependency};
 use blueprint_machine::{Requeue, State};
 
 use blueprint_machine::fixtures::*;
@@ -63,6 +63,33 @@ fn case_42_nginx_and_registrator_dependencies_are_ignored() {
     .with_descriptor(&descriptor("official/ldap-mapper", "1.0.0-1", r#"{"type":"dogu","name":"registrator"}"#, ""))
     .decide();
     assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
+}
+
+/// Upstream v3.3's feature flags (docs/differences.md D48): a platform that authenticates through a
+/// component (auth registration) or sends mail through one provides `cas` or `postfix` without the dogu.
+#[test]
+fn v33_provided_dependencies_are_not_required_in_the_blueprint() {
+    const REDMINE: &str = "{displayName: x, blueprint: {dogus: [{name: official/redmine, version: 1.0.0-1}]}}";
+    let needs_both = descriptor(
+        "official/redmine",
+        "1.0.0-1",
+        r#"{"type":"dogu","name":"cas","version":">=7.0.0-1"},{"type":"dogu","name":"postfix"}"#,
+        "",
+    );
+    let plain = Scenario::new(REDMINE).with_descriptor(&needs_both).decide();
+    let m = message(&plain, "Valid");
+    assert!(m.contains("dependency 'cas'") && m.contains("dependency 'postfix'"), "{m}");
+
+    let only_cas = Scenario::new(REDMINE).with_descriptor(&needs_both).with_provided(ProvidedDependency::Cas).decide();
+    let m = message(&only_cas, "Valid");
+    assert!(!m.contains("dependency 'cas'") && m.contains("dependency 'postfix'"), "{m}");
+
+    let both = Scenario::new(REDMINE)
+        .with_descriptor(&needs_both)
+        .with_provided(ProvidedDependency::Cas)
+        .with_provided(ProvidedDependency::Postfix)
+        .decide();
+    assert_eq!(cond(&both, "Valid"), pair("True", "Valid"));
 }
 
 #[test]
