@@ -125,49 +125,51 @@ pub fn sentence(phase: &Phase) -> String {
 /// What each dogu and component is busy with (installing, upgrading, restarting, unhealthy), named
 /// per object; those at rest are left out.
 pub fn busy(dogus: &[Dogu], components: &[Component]) -> Vec<String> {
-    let mut lines = Vec::new();
-    for dogu in dogus {
-        let status = dogu.status.as_ref();
-        let doing = status.and_then(|s| s.status.as_deref()).unwrap_or("");
-        let health = status.and_then(|s| s.health.as_deref()).unwrap_or("");
-        let name = dogu.metadata.name.as_deref().unwrap_or("?");
-        let wanted = &dogu.spec.version;
-        let line = match doing {
-            _ if status.is_none() => Some(format!("dogu {name}: waiting for the dogu operator ({wanted})")),
-            "installing" => Some(format!("dogu {name}: installing {wanted}")),
-            "upgrading" => Some(format!("dogu {name}: upgrading to {wanted}")),
-            "deleting" => Some(format!("dogu {name}: being removed")),
-            _ if status.and_then(|s| s.stopped) == Some(true) => Some(format!("dogu {name}: stopped")),
-            "installed" | "" if health != "available" => Some(format!(
-                "dogu {name}: {} {wanted}",
-                if health.is_empty() { "not healthy yet" } else { "unhealthy" }
-            )),
-            "installed" | "" => None,
-            other => Some(format!("dogu {name}: {other}")),
-        };
-        lines.extend(line);
+    let dogus = dogus.iter().map(|d| {
+        let status = d.status.as_ref().map(|s| Reported {
+            doing: s.status.as_deref().unwrap_or(""),
+            health: s.health.as_deref().unwrap_or(""),
+            stopped: s.stopped == Some(true),
+        });
+        work("dogu", d.metadata.name.as_deref(), &d.spec.version, status)
+    });
+    let components = components.iter().map(|c| {
+        let status = c.status.as_ref().map(|s| Reported {
+            doing: s.status.as_deref().unwrap_or(""),
+            health: s.health.as_deref().unwrap_or(""),
+            stopped: false,
+        });
+        work("component", c.metadata.name.as_deref(), &c.spec.version, status)
+    });
+    dogus.chain(components).flatten().collect()
+}
+
+/// What a dogu's or component's operator reports in its status.
+struct Reported<'s> {
+    doing: &'s str,
+    health: &'s str,
+    stopped: bool,
+}
+
+/// The line for one dogu or component (`kind`), if it is at work; `None` without a status means its
+/// operator has not picked it up yet.
+fn work(kind: &str, name: Option<&str>, wanted: &str, status: Option<Reported<'_>>) -> Option<String> {
+    let name = name.unwrap_or("?");
+    let Some(Reported { doing, health, stopped }) = status else {
+        return Some(format!("{kind} {name}: waiting for the {kind} operator ({wanted})"));
+    };
+    match doing {
+        "installing" => Some(format!("{kind} {name}: installing {wanted}")),
+        "upgrading" => Some(format!("{kind} {name}: upgrading to {wanted}")),
+        "deleting" => Some(format!("{kind} {name}: being removed")),
+        _ if stopped => Some(format!("{kind} {name}: stopped")),
+        "installed" | "" if health != "available" => {
+            let how = if health.is_empty() { "not healthy yet" } else { "unhealthy" };
+            Some(format!("{kind} {name}: {how} {wanted}"))
+        }
+        "installed" | "" => None,
+        other => Some(format!("{kind} {name}: {other}")),
     }
-    for component in components {
-        let status = component.status.as_ref();
-        let doing = status.and_then(|s| s.status.as_deref()).unwrap_or("");
-        let health = status.and_then(|s| s.health.as_deref()).unwrap_or("");
-        let name = component.metadata.name.as_deref().unwrap_or("?");
-        let wanted = &component.spec.version;
-        let line = match doing {
-            _ if status.is_none() => Some(format!("component {name}: waiting for the component operator ({wanted})")),
-            "installing" => Some(format!("component {name}: installing {wanted}")),
-            "upgrading" => Some(format!("component {name}: upgrading to {wanted}")),
-            "deleting" => Some(format!("component {name}: being removed")),
-            "installed" | "" if health != "available" => Some(format!(
-                "component {name}: {} {wanted}",
-                if health.is_empty() { "not healthy yet" } else { "unhealthy" }
-            )),
-            "installed" | "" => None,
-            other => Some(format!("component {name}: {other}")),
-        };
-        lines.extend(line);
-    }
-    lines
 }
 
 /// A condition on one line: `Type=Status (Reason): message`.
