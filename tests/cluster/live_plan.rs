@@ -5,6 +5,7 @@
 use std::process::{Command, Output};
 
 use blueprint_operator::sandbox::cluster::{Cluster, Remote};
+use blueprint_operator::sandbox::dogu_registry::RegistryServer;
 use blueprint_operator::sandbox::seed;
 use serde_json::Value;
 
@@ -109,6 +110,37 @@ async fn a_live_plan_is_the_snapshot_plan_of_the_same_objects_made_with_reads_on
     assert_eq!(offline.status.code(), Some(2), "{}", text(&offline.stderr));
     assert_eq!(live_plan, text(&offline.stdout), "the live plan and the snapshot plan differ");
 
+    // Without a descriptor folder, the descriptors come from the remote dogu registry configured as
+    // for `run` (here a registry on loopback with the examples' descriptors, basic auth).
+    let registry = RegistryServer::new(Some(("planner".into(), "registry-password".into())));
+    for file in walk(&descriptors) {
+        registry.add(&std::fs::read_to_string(file).unwrap()).unwrap();
+    }
+    let served = registry.serve(([127, 0, 0, 1], 0).into()).await.unwrap();
+    let endpoint = served.endpoint();
+    let remote = {
+        let (blueprint, kubeconfig) = (blueprint_file.clone(), kubeconfig.clone());
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+                .args(["plan", "-f", blueprint.to_str().unwrap(), "--now", NOW])
+                .env("KUBECONFIG", &kubeconfig)
+                .env("DOGU_REGISTRY_ENDPOINT", &endpoint)
+                .env("DOGU_REGISTRY_USERNAME", "planner")
+                .env("DOGU_REGISTRY_PASSWORD", "registry-password")
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(
+        text(&remote.stdout),
+        live_plan,
+        "descriptors from the remote registry; stderr: {}",
+        text(&remote.stderr)
+    );
+    assert!(!registry.requests().is_empty(), "the registry was asked");
+
     // Reads only: every request the planner sent was a get or a list, and none was refused.
     let requests = plane.audited(&crate::cluster::rbac::user_of(&namespace, PLANNER));
     assert!(!requests.is_empty(), "the audit log has the planner's requests");
@@ -122,6 +154,16 @@ async fn a_live_plan_is_the_snapshot_plan_of_the_same_objects_made_with_reads_on
         let code = request.code();
         assert!(code < 400 || code == 404, "refused: {} {} ({code})", request.verb, request.request_uri);
     }
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
 }
 
 #[test]
