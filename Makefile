@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox bench-sandbox-real record-corpus build kube
+.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox bench-sandbox-real record-corpus build kube helm
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -14,8 +14,8 @@ plan:
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
 
 ## test: every test of the workspace, the real-API-server suite included (it builds the control plane
-## first, once: make kube)
-test: kube
+## and helm first, once: make kube helm)
+test: kube helm
 	$(CARGO) test --workspace --all-targets --locked
 	$(CARGO) test --workspace --doc --locked
 
@@ -23,6 +23,11 @@ test: kube
 ## proxy into target/kube/bin (once; later runs reuse them)
 kube:
 	@tools/kube/build.sh target/kube/bin
+
+## helm: the helm CLI of the pinned release, built from the Go module proxy into target/kube/bin (once),
+## for the chart's tests (lint, template, install into the real API server)
+helm:
+	@tools/helm/build.sh target/kube/bin
 
 ## test-long: the property tests with 100 times their cases (minutes, not seconds)
 test-long:
@@ -58,6 +63,7 @@ crds:
 	$(CARGO) run --quiet -- crd blueprint > crds/blueprint.yaml
 	$(CARGO) run --quiet -- crd dogu > crds/dogu.yaml
 	$(CARGO) run --quiet -- crd component > crds/component.yaml
+	cp crds/blueprint.yaml charts/blueprint-operator/crds/blueprint.yaml
 
 ## bench: the benchmarks
 bench:

@@ -1,5 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
+mod chart;
 mod cli_docs;
 mod cluster;
 mod convert_cli;

@@ -5,6 +5,7 @@
 
 mod conversion;
 mod crds;
+mod helm;
 mod kubectl;
 mod leader;
 mod live_plan;

@@ -1,0 +1,257 @@
+//! The Helm chart (charts/blueprint-operator), with the real helm (`make helm`): it lints, and what it
+//! renders is what the operator needs: the RBAC of deploy/rbac.yaml, settings the operator reads and
+//! accepts, the committed Blueprint CRD, the health config in the operator's format, and the
+//! monitoring files as they are. Installed into the real API server in tests/cluster/helm.rs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::crd::{repository, yaml_file};
+
+/// The helm CLI built by `make helm` (beside kubectl; `KUBE_BIN` overrides the folder).
+pub fn helm() -> PathBuf {
+    let helm = blueprint_operator::sandbox::control_plane::bin_dir().join("helm");
+    assert!(helm.exists(), "{} is missing: run `make helm` (the chart's tests use the real helm)", helm.display());
+    helm
+}
+
+/// `helm template` of the chart with `--set` values; the rendered objects.
+pub fn render(set: &[&str]) -> Vec<Value> {
+    let mut command = Command::new(helm());
+    command.args(["template", "bo"]).arg(repository("charts/blueprint-operator")).args(["--namespace", "ecosystem"]);
+    for value in set {
+        command.args(["--set", value]);
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "helm template: {}", String::from_utf8_lossy(&output.stderr));
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8(output.stdout).unwrap()).unwrap();
+    documents.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+fn find<'o>(objects: &'o [Value], kind: &str, name: &str) -> &'o Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+fn kinds(objects: &[Value]) -> Vec<String> {
+    let mut kinds: Vec<String> = objects.iter().map(|o| o["kind"].as_str().unwrap().to_owned()).collect();
+    kinds.sort();
+    kinds
+}
+
+/// The container's environment: literal values by name, and the names set from Secrets or fields.
+fn environment(deployment: &Value) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut literal = BTreeMap::new();
+    let mut referenced = Vec::new();
+    for variable in deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap() {
+        let name = variable["name"].as_str().unwrap().to_owned();
+        match variable["value"].as_str() {
+            Some(value) => {
+                literal.insert(name, value.to_owned());
+            }
+            None => referenced.push(name),
+        }
+    }
+    (literal, referenced)
+}
+
+#[test]
+fn the_chart_lints_strictly_with_every_switch() {
+    for set in [
+        "",
+        "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true,doguRegistry.certificate.secret=ca,manager.networkPolicies.enabled=false,podDisruptionBudget.enabled=false",
+    ] {
+        let mut command = Command::new(helm());
+        command.args(["lint", "--strict"]).arg(repository("charts/blueprint-operator"));
+        if !set.is_empty() {
+            command.args(["--set", set]);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "helm lint --set {set}: {}", String::from_utf8_lossy(&output.stdout));
+    }
+}
+
+#[test]
+fn the_chart_renders_what_the_operator_needs() {
+    let objects = render(&[]);
+    assert_eq!(
+        kinds(&objects),
+        [
+            "ConfigMap",
+            "Deployment",
+            "NetworkPolicy",
+            "PodDisruptionBudget",
+            "Role",
+            "RoleBinding",
+            "Service",
+            "ServiceAccount"
+        ]
+    );
+
+    // The RBAC of deploy/rbac.yaml, rule for rule (least privilege, proven by tests/cluster/rbac.rs).
+    let deploy: Vec<Value> =
+        serde_saphyr::from_multiple(&std::fs::read_to_string(repository("deploy/rbac.yaml")).unwrap()).unwrap();
+    let deploy_role = deploy.iter().find(|d| d["kind"] == "Role").unwrap();
+    assert_eq!(find(&objects, "Role", "k8s-blueprint-operator")["rules"], deploy_role["rules"]);
+    let binding = find(&objects, "RoleBinding", "k8s-blueprint-operator");
+    assert_eq!(binding["subjects"][0]["name"], "k8s-blueprint-operator");
+
+    // Every variable the chart sets is one the operator reads, and the operator accepts the values.
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let (literal, referenced) = environment(deployment);
+    let known: Vec<&str> = blueprint_operator::config::ENVIRONMENT.iter().map(|(name, ..)| *name).collect();
+    for name in literal.keys().chain(&referenced) {
+        assert!(known.contains(&name.as_str()), "the chart sets {name}, which the operator does not read");
+    }
+    let settings = blueprint_operator::config::Settings::from_lookup(|name| match name {
+        "NAMESPACE" => Some("ecosystem".into()),
+        other => literal.get(other).cloned(),
+    })
+    .expect("the operator accepts the chart's defaults");
+    assert_eq!(settings.log_level, "info");
+    assert!(settings.operator.provided_dependencies.is_empty());
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], format!("docker.io/cloudogu/blueprint-operator:{}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(deployment["spec"]["replicas"], 2);
+
+    // The health config in the operator's format: the example cluster's, as the Go chart writes it.
+    let health = find(&objects, "ConfigMap", "k8s-blueprint-operator-health-config");
+    let example = yaml_file(&repository("examples/fresh-install/cluster.yaml"));
+    let example_health = example["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["metadata"]["name"] == "k8s-blueprint-operator-health-config")
+        .unwrap();
+    for key in ["components", "wait"] {
+        let parse = |v: &Value| serde_saphyr::from_str::<Value>(v[key].as_str().unwrap()).unwrap();
+        assert_eq!(parse(&health["data"]), parse(&example_health["data"]), "{key}");
+    }
+
+    // The CRD the chart installs is the committed one (make crds writes both).
+    let chart_crd = std::fs::read_to_string(repository("charts/blueprint-operator/crds/blueprint.yaml")).unwrap();
+    assert_eq!(chart_crd, std::fs::read_to_string(repository("crds/blueprint.yaml")).unwrap());
+    let crds: Vec<_> = std::fs::read_dir(repository("charts/blueprint-operator/crds")).unwrap().collect();
+    assert_eq!(crds.len(), 1, "only the Blueprint CRD: the Dogu and Component CRDs come with their operators");
+    let chart = yaml_file(&repository("charts/blueprint-operator/Chart.yaml"));
+    assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn values_set_the_operators_settings() {
+    let objects = render(&[
+        "manager.env.logLevel=debug",
+        "manager.env.authRegistrationEnabled=true",
+        // A comma in a --set value is escaped.
+        "manager.env.operatorComponentVersions=>=0.1.0\\, <1.0.0",
+        "manager.image.tag=0.2.0",
+        "manager.replicas=1",
+        "doguRegistry.certificate.secret=registry-ca",
+    ]);
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let (literal, _) = environment(deployment);
+    let settings = blueprint_operator::config::Settings::from_lookup(|name| match name {
+        "NAMESPACE" => Some("ecosystem".into()),
+        other => literal.get(other).cloned(),
+    })
+    .expect("the operator accepts the values");
+    assert_eq!(settings.log_level, "debug");
+    assert_eq!(
+        settings.operator.provided_dependencies,
+        [blueprint_machine::observation::ProvidedDependency::Cas].into_iter().collect()
+    );
+    assert_eq!(settings.operator.own_versions.to_string(), ">=0.1.0, <1.0.0");
+    assert_eq!(literal["DOGU_REGISTRY_CA_FILE"], "/etc/dogu-registry-ca/dogu-registry-cert.pem");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["volumes"][0]["secret"]["secretName"], "registry-ca");
+    assert_eq!(pod["containers"][0]["image"], "docker.io/cloudogu/blueprint-operator:0.2.0");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+
+    // A value the operator would refuse is refused at its start, naming the variable: the chart does not
+    // hide it.
+    let objects = render(&["manager.env.disablePostfixDependencyCheck=maybe"]);
+    let (literal, _) = environment(find(&objects, "Deployment", "k8s-blueprint-operator"));
+    let error = blueprint_operator::config::Settings::from_lookup(|name| match name {
+        "NAMESPACE" => Some("ecosystem".into()),
+        other => literal.get(other).cloned(),
+    })
+    .unwrap_err();
+    assert!(error.to_string().contains("DISABLE_POSTFIX_DEPENDENCY_CHECK"), "{error}");
+}
+
+#[test]
+fn monitoring_renders_the_rules_and_the_dashboard_as_they_are() {
+    let objects = render(&[
+        "monitoring.serviceMonitor.enabled=true",
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.dashboard.enabled=true",
+        "monitoring.prometheusRule.labels.release=prometheus",
+    ]);
+    let rules = find(&objects, "PrometheusRule", "k8s-blueprint-operator");
+    assert_eq!(rules["metadata"]["labels"]["release"], "prometheus");
+    let file = yaml_file(&repository("charts/blueprint-operator/files/prometheus-rules.yaml"));
+    assert_eq!(rules["spec"], file, "the rules as docs/monitoring.md describes them");
+
+    let dashboard = find(&objects, "ConfigMap", "k8s-blueprint-operator-dashboard");
+    assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
+    let rendered: Value = serde_json::from_str(dashboard["data"]["blueprint-operator.json"].as_str().unwrap()).unwrap();
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(repository("charts/blueprint-operator/files/grafana-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rendered, file);
+
+    // The ServiceMonitor scrapes the metrics Service's port, and selects that Service.
+    let monitor = find(&objects, "ServiceMonitor", "k8s-blueprint-operator");
+    let service = find(&objects, "Service", "k8s-blueprint-operator-metrics");
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
+    for (label, value) in monitor["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&service["metadata"]["labels"][label], value, "the ServiceMonitor selects the Service by {label}");
+    }
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap();
+    assert!(ports.iter().any(|p| p["name"] == service["spec"]["ports"][0]["targetPort"]), "the Service targets a port");
+}
+
+/// deploy/ (kustomize) installs what the chart installs by default, for those who do not use Helm: the
+/// same Role, disruption budget and metrics Service.
+#[test]
+fn the_kustomize_manifests_match_the_chart() {
+    let kubectl = blueprint_operator::sandbox::control_plane::bin_dir().join("kubectl");
+    assert!(kubectl.exists(), "{} is missing: run `make kube`", kubectl.display());
+    let output = Command::new(kubectl).arg("kustomize").arg(repository("deploy")).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let deploy: Vec<Value> = serde_saphyr::from_multiple(&String::from_utf8(output.stdout).unwrap()).unwrap();
+    let chart = render(&[]);
+    for (kind, name) in [
+        ("Role", "k8s-blueprint-operator"),
+        ("PodDisruptionBudget", "k8s-blueprint-operator"),
+        ("Service", "k8s-blueprint-operator-metrics"),
+    ] {
+        let (ours, charted) = (find(&deploy, kind, name), find(&chart, kind, name));
+        let body = |o: &Value| match kind {
+            "Role" => o["rules"].clone(),
+            "Service" => o["spec"]["ports"].clone(),
+            _ => o["spec"]["maxUnavailable"].clone(),
+        };
+        assert!(!body(ours).is_null(), "{kind} {name}");
+        assert_eq!(body(ours), body(charted), "{kind} {name}");
+    }
+    assert_eq!(
+        kinds(&deploy),
+        [
+            "CustomResourceDefinition",
+            "Deployment",
+            "PodDisruptionBudget",
+            "Role",
+            "RoleBinding",
+            "Service",
+            "ServiceAccount"
+        ]
+    );
+}
