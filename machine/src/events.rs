@@ -21,6 +21,7 @@ pub mod reason {
     pub const DOGUS_NOT_UP_TO_DATE: &str = "DogusNotUpToDate";
     pub const EXECUTION_FAILED: &str = "ExecutionFailed";
     pub const BLUEPRINT_STOPPED: &str = "BlueprintStopped";
+    pub const REVERSE_PROXY_IGNORED: &str = "ReverseProxyIgnored";
     pub const AWAIT_SELF_UPGRADE: &str = "AwaitSelfUpgrade";
     pub const SELF_UPGRADE_COMPLETED: &str = "SelfUpgradeCompleted";
     pub const COMPLETED: &str = "Completed";

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 pub const FIELD_MANAGER: &str = "k8s-blueprint-operator";
 /// The operator's own component, as a blueprint names it.
 pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
+/// The component that serves a CES platform's web traffic since the gateway release (Cloudogu's
+/// operator requires it from v3.0 on); it reads no nginx-ingress annotations.
+pub const GATEWAY_COMPONENT: &str = "k8s-ces-gateway";
 /// The Lease of leader election.
 pub const LEASE: &str = "k8s-blueprint-operator-leader";
 /// The ConfigMap of the required components' health (it need not carry the registry labels).

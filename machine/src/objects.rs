@@ -14,7 +14,8 @@ use crate::model::installed::{ANNOTATION_BODY_SIZE, ANNOTATION_CONFIGURATION_SNI
 use crate::model::{ReverseProxy, TargetComponent, TargetDogu};
 
 /// The Dogu CR that installs `target`.
-pub(crate) fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
+/// `gateway`: no nginx-ingress annotations (the gateway does not read them).
+pub(crate) fn dogu_object(target: &TargetDogu, namespace: &str, gateway: bool) -> Dogu {
     let simple = &target.name.simple;
     let version = target.version.as_ref().map(|v| v.raw().to_owned()).unwrap_or_default();
     let labels = [
@@ -27,7 +28,7 @@ pub(crate) fn dogu_object(target: &TargetDogu, namespace: &str) -> Dogu {
         ("app.kubernetes.io/part-of", "ces".to_owned()),
         ("app.kubernetes.io/managed-by", crate::naming::FIELD_MANAGER.to_owned()),
     ];
-    let annotations = annotations(&target.reverse_proxy);
+    let annotations = if gateway { BTreeMap::new() } else { annotations(&target.reverse_proxy) };
     Dogu {
         metadata: ObjectMeta {
             name: Some(simple.clone()),

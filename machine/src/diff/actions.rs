@@ -84,7 +84,12 @@ impl ConfigAction {
     }
 }
 
-pub(super) fn dogu_actions(target: &TargetDogu, installed: Option<&InstalledDogu<'_>>) -> Vec<DoguAction> {
+/// `gateway`: reverse-proxy settings are not applied (the gateway does not read them).
+pub(super) fn dogu_actions(
+    target: &TargetDogu,
+    installed: Option<&InstalledDogu<'_>>,
+    gateway: bool,
+) -> Vec<DoguAction> {
     match (target.absent, installed) {
         (true, None) => vec![],
         (true, Some(_)) => vec![DoguAction::Uninstall],
@@ -101,7 +106,7 @@ pub(super) fn dogu_actions(target: &TargetDogu, installed: Option<&InstalledDogu
             if !same_mounts(&target.mounts, &actual.mounts) {
                 actions.push(DoguAction::UpdateAdditionalMounts);
             }
-            if target.reverse_proxy != actual.reverse_proxy {
+            if !gateway && target.reverse_proxy != actual.reverse_proxy {
                 actions.push(DoguAction::UpdateReverseProxy);
             }
             if let Some(wanted) = &target.version {

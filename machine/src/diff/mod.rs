@@ -84,6 +84,19 @@ pub struct Diff<'a> {
     pub global: Vec<ConfigChange>,
     pub dogu_config: BTreeMap<String, Vec<ConfigChange>>,
     pub sensitive_config: BTreeMap<String, Vec<SensitiveChange>>,
+    /// The platform routes web traffic through the gateway ([`crate::naming::GATEWAY_COMPONENT`]), which reads no
+    /// nginx-ingress annotations: dogus' reverse-proxy settings are not applied (docs/differences.md D49).
+    pub gateway: bool,
+}
+
+/// Whether the platform routes through the gateway: the blueprint wants it, or it is installed and the
+/// blueprint does not remove it.
+fn routes_through_gateway(effective: &EffectiveBlueprint<'_>, installed: &Installed<'_>) -> bool {
+    use crate::naming::GATEWAY_COMPONENT;
+    match effective.components.iter().find(|c| c.name.simple == GATEWAY_COMPONENT) {
+        Some(wanted) => !wanted.absent,
+        None => installed.components.contains_key(GATEWAY_COMPONENT),
+    }
 }
 
 impl<'a> Diff<'a> {
@@ -122,7 +135,7 @@ pub(crate) fn compute<'a>(
     resolved: &ResolvedSecrets<'_>,
 ) -> (Diff<'a>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let mut diff = Diff::default();
+    let mut diff = Diff { gateway: routes_through_gateway(effective, installed), ..Diff::default() };
 
     for target in &effective.dogus {
         let name = &target.name.simple;
@@ -131,7 +144,7 @@ pub(crate) fn compute<'a>(
             continue;
         }
         let installed = installed.dogus.get(name.as_str());
-        let actions = dogu_actions(target, installed);
+        let actions = dogu_actions(target, installed, diff.gateway);
         if !actions.is_empty() {
             diff.dogus.push(DoguChange { target, installed, actions });
         }

@@ -137,6 +137,32 @@ impl Run<'_> {
         self.state_diff = Some(state_diff);
     }
 
+    /// On a platform with the gateway, dogus' reverse-proxy settings are not applied (D49): said once
+    /// per generation that has any, in a Warning event naming the dogus.
+    pub(super) fn record_platform(&mut self, diff: &Diff<'_>, effective: &EffectiveBlueprint<'_>) {
+        let new_generation =
+            self.blueprint.status.as_deref().and_then(|s| s.observed_generation) != Some(self.generation);
+        if !diff.gateway || !new_generation {
+            return;
+        }
+        let ignored: Vec<&str> = effective
+            .dogus
+            .iter()
+            .filter(|d| !d.absent && !d.reverse_proxy.is_empty())
+            .map(|d| d.name.simple.as_str())
+            .collect();
+        if ignored.is_empty() {
+            return;
+        }
+        let message = format!(
+            "reverseProxy of {} is not applied: the platform routes through the gateway ({}), which does not \
+             read nginx-ingress settings; existing annotations are left as they are",
+            ignored.join(", "),
+            crate::naming::GATEWAY_COMPONENT
+        );
+        self.events.log(Topic::Diff, events::warning(event::REVERSE_PROXY_IGNORED, message));
+    }
+
     /// Whether the diff can be applied: references resolved, every object it concerns readable, no
     /// forbidden action.
     pub(super) fn record_executable(

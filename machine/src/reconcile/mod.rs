@@ -121,6 +121,7 @@ impl<'o> Run<'o> {
         let (resolved, missing_references) = references::resolve(effective, &observation.referenced_secrets);
         let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved);
         self.record_diff(&diff);
+        self.record_platform(&diff, effective);
         let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);
 
         // Gates, in order: each may end the reconcile before anything is applied.

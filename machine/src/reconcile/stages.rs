@@ -148,7 +148,7 @@ impl Run<'_> {
             let name = change.name().to_owned();
             let reason = change.actions.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ");
             let operation = if change.has(DoguAction::Install) {
-                Operation::CreateDogu { object: Box::new(objects::dogu_object(change.target, namespace)) }
+                Operation::CreateDogu { object: Box::new(objects::dogu_object(change.target, namespace, diff.gateway)) }
             } else if change.has(DoguAction::Uninstall) {
                 Operation::DeleteDogu { name }
             } else {

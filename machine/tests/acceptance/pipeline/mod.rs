@@ -5,6 +5,7 @@ mod apply;
 mod completion;
 mod differences;
 mod gates;
+mod gateway;
 mod self_upgrade;
 
 pub(crate) use blueprint_machine::api::{ComponentStatus, DoguResources, QuantityText};
