@@ -20,6 +20,7 @@ fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
         namespace: None,
         operator_version: None,
         own_versions: blueprint_operator::identity::default_own_versions(),
+        component: blueprint_machine::naming::OWN_COMPONENT.to_owned(),
         allow_replacement: false,
         provided_dependencies: Default::default(),
         format,

@@ -61,6 +61,9 @@ pub enum Command {
         #[arg(long, env = "OPERATOR_COMPONENT_VERSIONS", value_name = "REQUIREMENT",
               default_value_t = crate::identity::default_own_versions())]
         operator_component_versions: semver::VersionReq,
+        /// The component the operator is installed as (as `run` reads it).
+        #[arg(long, env = "OPERATOR_COMPONENT", value_name = "NAMESPACE/NAME", default_value = blueprint_machine::naming::OWN_COMPONENT)]
+        operator_component: String,
         /// Plan as an operator started with ALLOW_OPERATOR_REPLACEMENT=true.
         #[arg(long, env = "ALLOW_OPERATOR_REPLACEMENT")]
         allow_operator_replacement: bool,
@@ -317,6 +320,7 @@ pub fn main() -> ExitCode {
             namespace,
             operator_version,
             operator_component_versions,
+            operator_component,
             allow_operator_replacement,
             auth_registration_enabled,
             disable_postfix_dependency_check,
@@ -339,6 +343,7 @@ pub fn main() -> ExitCode {
                 namespace,
                 operator_version,
                 own_versions: operator_component_versions,
+                component: operator_component,
                 allow_replacement: allow_operator_replacement,
                 provided_dependencies,
                 format: output,

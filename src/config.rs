@@ -70,6 +70,7 @@ pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
         "the build's major line (>=0.0.0, <1.0.0)",
         "which versions of the operator's component are releases of this operator",
     ),
+    ("OPERATOR_COMPONENT", "k8s/k8s-blueprint-operator", "the component this operator is installed as"),
     ("ALLOW_OPERATOR_REPLACEMENT", "false", "let a blueprint replace this operator with another implementation"),
     ("AUTH_REGISTRATION_ENABLED", "false", "authentication by a component: a dogu's dependency on cas is not required"),
     (
@@ -203,6 +204,13 @@ fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity
         return Err(SettingsError::Invalid { name: "OPERATOR_COMPONENT_VERSIONS", problem });
     }
     let allow_replacement = boolean(lookup, "ALLOW_OPERATOR_REPLACEMENT", false)?;
+    let component = lookup("OPERATOR_COMPONENT").unwrap_or_else(|| blueprint_machine::naming::OWN_COMPONENT.to_owned());
+    if blueprint_machine::check_component_name(&component).is_err() {
+        return Err(SettingsError::Invalid {
+            name: "OPERATOR_COMPONENT",
+            problem: format!("{component:?} is not a qualified component name (namespace/name)"),
+        });
+    }
     let provided_dependencies = [
         (ProvidedDependency::Cas, "AUTH_REGISTRATION_ENABLED"),
         (ProvidedDependency::Postfix, "DISABLE_POSTFIX_DEPENDENCY_CHECK"),
@@ -211,7 +219,7 @@ fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity
     .map(|(dependency, name)| Ok(boolean(lookup, name, false)?.then_some(dependency)))
     .filter_map(Result::transpose)
     .collect::<Result<_, SettingsError>>()?;
-    Ok(OperatorIdentity { version, own_versions, allow_replacement, provided_dependencies })
+    Ok(OperatorIdentity { version, component, own_versions, allow_replacement, provided_dependencies })
 }
 
 fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
@@ -419,6 +427,10 @@ mod tests {
             error.to_string(),
             "environment variable OPERATOR_COMPONENT_VERSIONS is invalid: >=0.0.0, <1.0.0 does not admit this operator's own version 2.0.0"
         );
+        let s = settings(&[("NAMESPACE", "x"), ("OPERATOR_COMPONENT", "k8s/blueprint-operator")]).unwrap();
+        assert_eq!(s.operator.component, "k8s/blueprint-operator");
+        let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_COMPONENT", "blueprint-operator")]).unwrap_err();
+        assert!(error.to_string().contains("OPERATOR_COMPONENT is invalid"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("OPERATOR_COMPONENT_VERSIONS", "mine")]).unwrap_err();
         assert!(error.to_string().contains("is not a version requirement"), "{error}");
         let flags = settings(&[

@@ -11,6 +11,8 @@ use semver::VersionReq;
 pub struct OperatorIdentity {
     /// The running version (`OPERATOR_VERSION`).
     pub version: String,
+    /// The qualified name of the component it is installed as (`OPERATOR_COMPONENT`).
+    pub component: String,
     /// `OPERATOR_COMPONENT_VERSIONS`; default: the build's major line ([`default_own_versions`]).
     pub own_versions: VersionReq,
     /// `ALLOW_OPERATOR_REPLACEMENT`.
@@ -24,6 +26,7 @@ impl OperatorIdentity {
     pub fn of_build(version: impl Into<String>) -> Self {
         OperatorIdentity {
             version: version.into(),
+            component: blueprint_machine::naming::OWN_COMPONENT.to_owned(),
             own_versions: default_own_versions(),
             allow_replacement: false,
             provided_dependencies: BTreeSet::new(),
@@ -36,6 +39,7 @@ impl OperatorIdentity {
             own_versions: Some(self.own_versions.clone()),
             allow_replacement: self.allow_replacement,
             provided_dependencies: self.provided_dependencies.clone(),
+            component: self.component.clone(),
             ..OperatorFacts::new(namespace, Some(self.version.clone()))
         }
     }

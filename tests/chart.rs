@@ -150,6 +150,7 @@ fn values_set_the_operators_settings() {
         // A comma in a --set value is escaped.
         "manager.env.operatorComponentVersions=>=0.1.0\\, <1.0.0",
         "manager.image.tag=0.2.0",
+        "manager.env.operatorComponent=k8s/blueprint-operator",
         "manager.replicas=1",
         "doguRegistry.certificate.secret=registry-ca",
     ]);
@@ -166,6 +167,7 @@ fn values_set_the_operators_settings() {
         [blueprint_machine::observation::ProvidedDependency::Cas].into_iter().collect()
     );
     assert_eq!(settings.operator.own_versions.to_string(), ">=0.1.0, <1.0.0");
+    assert_eq!(settings.operator.component, "k8s/blueprint-operator");
     assert_eq!(literal["DOGU_REGISTRY_CA_FILE"], "/etc/dogu-registry-ca/dogu-registry-cert.pem");
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["volumes"][0]["secret"]["secretName"], "registry-ca");

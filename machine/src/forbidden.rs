@@ -53,6 +53,19 @@ fn replacement(effective: &EffectiveBlueprint<'_>, operator: &OperatorFacts, own
     if operator.allow_replacement {
         return None;
     }
+    // Installed under a name of its own, this operator would get Cloudogu's beside it from a blueprint
+    // that names Cloudogu's component: two operators applying one Blueprint.
+    let upstream = crate::naming::OWN_COMPONENT.rsplit('/').next().unwrap_or_default();
+    if own_component != upstream
+        && let Some(other) = effective.components.iter().find(|c| c.name.simple == upstream && !c.absent)
+    {
+        return Some(Problem::new(format!(
+            "{}: installing it would run another blueprint operator beside this one ({own_component}), and both \
+             would apply this Blueprint. Remove the component from the blueprint; to hand over on purpose, start \
+             the operator with ALLOW_OPERATOR_REPLACEMENT=true",
+            other.name.simple
+        )));
+    }
     let own = effective.components.iter().find(|c| c.name.simple == own_component && !c.absent)?;
     let wanted = own.version.as_ref()?;
     if wanted.core_matches(own_versions) {

@@ -57,6 +57,11 @@ pub fn check_operator_version(text: &str, own_versions: &semver::VersionReq) -> 
     }
 }
 
+/// Whether `text` is a qualified component name (`namespace/name`, as `OPERATOR_COMPONENT` is given).
+pub fn check_component_name(text: &str) -> Result<(), String> {
+    model::ComponentName::parse(text).map(drop).map_err(|problem| problem.to_string())
+}
+
 /// The whole number of bytes a Kubernetes quantity stands for (`64Mi`, `1G`, `1048576`), for settings
 /// given as quantities; an error for a fraction or a negative number.
 pub fn quantity_bytes(text: &str) -> Result<u64, String> {

@@ -73,7 +73,8 @@ pub struct UndecodableObject {
 pub struct OperatorFacts {
     /// The namespace the operator works in.
     pub namespace: String,
-    /// Its own component's qualified name (`k8s/k8s-blueprint-operator`).
+    /// Its own component's qualified name (`OPERATOR_COMPONENT`; default, as Cloudogu's operator:
+    /// `k8s/k8s-blueprint-operator`).
     pub component: String,
     /// The version of the running operator; `None` when unknown (then only the component's installed
     /// version decides whether a self-upgrade finished).

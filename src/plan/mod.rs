@@ -41,6 +41,7 @@ pub struct PlanArgs {
     pub operator_version: Option<String>,
     /// See [`crate::identity::OperatorIdentity`].
     pub own_versions: semver::VersionReq,
+    pub component: String,
     pub allow_replacement: bool,
     /// Feature flags: dependencies the platform provides (see [`crate::identity::OperatorIdentity`]).
     pub provided_dependencies: std::collections::BTreeSet<blueprint_machine::observation::ProvidedDependency>,
@@ -202,6 +203,7 @@ fn observe(
             own_versions: Some(args.own_versions.clone()),
             allow_replacement: args.allow_replacement,
             provided_dependencies: args.provided_dependencies.clone(),
+            component: args.component.clone(),
             ..OperatorFacts::new(namespace, args.operator_version.clone())
         },
         blueprint: Some(Arc::new(blueprint)),

@@ -125,3 +125,23 @@ fn d46_a_release_of_this_operator_upgrades_it_as_before() {
     assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
     assert_eq!(decision.state, State::SelfUpgrading, "a packaging suffix (-1) is still one of ours");
 }
+
+/// Installed under a component name of its own (`OPERATOR_COMPONENT`), the operator would get Cloudogu's
+/// operator installed beside it by a blueprint that names `k8s/k8s-blueprint-operator`: refused too.
+#[test]
+fn d46_under_its_own_name_it_refuses_cloudogus_operator_beside_it() {
+    let scenario = Scenario::new(GO_OPERATOR).with_operator_version("0.1.0").with_own_versions(OWN_RELEASES, false);
+    let mut observation = scenario.observe();
+    observation.operator.component = "k8s/blueprint-operator".into();
+    let decision = blueprint_machine::reconcile(&observation);
+    assert_eq!(cond(&decision, "Executable"), pair("False", "ForbiddenOperations"));
+    let why = message(&decision, "Executable");
+    assert!(why.contains("k8s-blueprint-operator: installing it would run another blueprint operator beside this one (blueprint-operator)"), "{why}");
+    assert!(decision.actions.is_empty());
+    // Allowed on purpose: installed.
+    let allowed = Scenario::new(GO_OPERATOR).with_operator_version("0.1.0").with_own_versions(OWN_RELEASES, true);
+    let mut observation = allowed.observe();
+    observation.operator.component = "k8s/blueprint-operator".into();
+    let decision = blueprint_machine::reconcile(&observation);
+    assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
+}
