@@ -4,7 +4,7 @@
 //! monitoring files as they are. Installed into the real API server in tests/cluster/helm.rs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -13,8 +13,18 @@ use crate::crd::{repository, yaml_file};
 
 /// The helm CLI built by `make helm` (beside kubectl; `KUBE_BIN` overrides the folder).
 pub fn helm() -> PathBuf {
-    let helm = blueprint_operator::sandbox::control_plane::bin_dir().join("helm");
-    assert!(helm.exists(), "{} is missing: run `make helm` (the chart's tests use the real helm)", helm.display());
+    helm_in(&blueprint_operator::sandbox::control_plane::bin_dir())
+}
+
+/// helm in `bin`; missing, the test fails with one line saying how to build it (as the control plane
+/// does for `make kube`).
+fn helm_in(bin: &Path) -> PathBuf {
+    let helm = bin.join("helm");
+    assert!(
+        helm.exists(),
+        "{} is missing: build it with `make helm` (needs Go; `make test` does it first)",
+        helm.display()
+    );
     helm
 }
 
@@ -146,6 +156,7 @@ fn the_chart_renders_what_the_operator_needs() {
 fn values_set_the_operators_settings() {
     let objects = render(&[
         "manager.env.logLevel=debug",
+        "manager.reconciler.debounceWindow=3s",
         "manager.env.authRegistrationEnabled=true",
         // A comma in a --set value is escaped.
         "manager.env.operatorComponentVersions=>=0.1.0\\, <1.0.0",
@@ -162,6 +173,7 @@ fn values_set_the_operators_settings() {
     })
     .expect("the operator accepts the values");
     assert_eq!(settings.log_level, "debug");
+    assert_eq!(settings.debounce.window, std::time::Duration::from_secs(3));
     assert_eq!(
         settings.operator.provided_dependencies,
         [blueprint_machine::observation::ProvidedDependency::Cas].into_iter().collect()
@@ -256,4 +268,81 @@ fn the_kustomize_manifests_match_the_chart() {
             "ServiceAccount"
         ]
     );
+}
+
+/// A missing helm fails the chart's tests with the command that builds it, not with a bare "No such
+/// file" from the first spawn.
+#[test]
+fn a_missing_helm_says_make_helm() {
+    let empty = tempfile::tempdir().unwrap();
+    let panic = std::panic::catch_unwind(|| helm_in(empty.path())).unwrap_err();
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("`make helm`"), "{message}");
+}
+
+/// The CES component operator maps a Component's `mappedValues` (the platform's central log level,
+/// `mainLogLevel`) onto chart values through `component-values-metadata.yaml`: every path it names is a
+/// value of the chart, and every level it maps to reaches the operator as a level name (a word that is
+/// not one would be read as a tracing target and silence the log).
+#[test]
+fn the_component_operators_value_mapping_reaches_the_operator() {
+    let metadata = yaml_file(&repository("charts/blueprint-operator/component-values-metadata.yaml"));
+    let values = yaml_file(&repository("charts/blueprint-operator/values.yaml"));
+    let log_level = &metadata["metavalues"]["mainLogLevel"];
+    let mut levels: Vec<&str> =
+        log_level["keys"][0]["mapping"].as_object().unwrap().keys().map(String::as_str).collect();
+    levels.sort();
+    assert_eq!(levels, ["debug", "error", "info", "warn"], "the platform's levels");
+    let mut checked = 0;
+    for (_, meta) in metadata["metavalues"].as_object().unwrap() {
+        for key in meta["keys"].as_array().unwrap() {
+            let path = key["path"].as_str().unwrap();
+            let default = path.split('.').fold(&values, |value, part| &value[part]);
+            assert!(!default.is_null(), "{path} is not a value of the chart");
+            for (_, mapped) in key["mapping"].as_object().unwrap() {
+                let mapped = mapped.as_str().unwrap();
+                let objects = render(&[&format!("{path}={mapped}")]);
+                let (literal, _) = environment(find(&objects, "Deployment", "k8s-blueprint-operator"));
+                assert_eq!(path, "manager.env.logLevel", "a new mapped value needs its check here");
+                assert_eq!(literal["LOG_LEVEL"], mapped);
+                assert!(mapped.parse::<tracing::Level>().is_ok(), "{mapped} is not a level name");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 4);
+}
+
+/// docs/helm.md's table documents every value of the chart: a value added to values.yaml without a row
+/// fails here. A row names a value in full (`manager.env.logLevel`) or, after a sibling, by its last
+/// part (`manager.image.registry`, `.repository`). Maps a user fills (labels, resources) are one value.
+#[test]
+fn every_value_is_documented() {
+    fn leaves(value: &Value, path: String, out: &mut Vec<String>) {
+        match value.as_object() {
+            Some(map) if !["labels", "resourceLimits", "resourceRequests"].iter().any(|k| path.ends_with(k)) => {
+                for (key, child) in map {
+                    let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                    leaves(child, child_path, out);
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+    let mut paths = Vec::new();
+    leaves(&yaml_file(&repository("charts/blueprint-operator/values.yaml")), String::new(), &mut paths);
+    let docs = std::fs::read_to_string(repository("docs/helm.md")).unwrap();
+    let rows: Vec<&str> = docs.lines().filter(|l| l.starts_with("| `")).collect();
+    let undocumented: Vec<&String> = paths
+        .iter()
+        .filter(|path| {
+            let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
+            !rows.iter().any(|row| {
+                row.contains(&format!("`{path}`"))
+                    || (row.contains(&format!("`{parent}.")) && row.contains(&format!("`.{last}`")))
+            })
+        })
+        .collect();
+    assert!(paths.len() > 20, "{paths:?}");
+    assert_eq!(undocumented, Vec::<&String>::new(), "values without a row in docs/helm.md");
 }

@@ -75,6 +75,17 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
     ] {
         plane.kubectl(&["get", object, "-n", &namespace]).unwrap_or_else(|e| panic!("{object}: {e}"));
     }
+    // Every CRD of the chart is established (helm installs the ones missing and leaves existing ones).
+    let mut crds = 0;
+    for file in std::fs::read_dir(repository("charts/blueprint-operator/crds")).unwrap() {
+        let crd = crate::crd::yaml_file(&file.unwrap().path());
+        let name = format!("crd/{}", crd["metadata"]["name"].as_str().unwrap());
+        plane
+            .kubectl(&["wait", "--for=condition=Established", &name, "--timeout=30s"])
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        crds += 1;
+    }
+    assert_eq!(crds, 1, "the Blueprint CRD");
 
     // The operator as the chart deploys it: the Deployment's settings, the chart's ServiceAccount.
     let deployment = kubectl_json(&["get", "deployment/k8s-blueprint-operator", "-n", &namespace]);
