@@ -119,6 +119,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         referenced_secrets: BTreeMap::new(),
         descriptors,
         health_config: None,
+        restores: Vec::new(),
     }
 }
 

@@ -30,12 +30,14 @@ pub struct Stores {
     pub sensitive_configs: Store<Decoded<Secret>>,
     /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
+    /// The backup operator's Restores (empty, and never watched, where its CRD is not installed).
+    pub restores: Store<kube::api::DynamicObject>,
     /// Which of them have listed their objects.
     pub filled: Filled,
 }
 
 /// How many caches there are: each marks one bit of [`Filled`].
-pub const CACHES: u32 = 7;
+pub const CACHES: u32 = 8;
 
 /// [`Filled`]'s mark once every cache has listed its objects.
 const ALL_FILLED: u32 = (1 << CACHES) - 1;
@@ -71,6 +73,14 @@ impl Filled {
 }
 
 impl Filling {
+    /// The next cache is filled already: it is not watched (an optional kind whose CRD is absent).
+    pub fn skip(&mut self) {
+        assert!(self.tracked < CACHES, "more caches tracked than CACHES counts");
+        let index = self.tracked;
+        self.tracked += 1;
+        self.sender.send_modify(|mask| *mask |= 1 << index);
+    }
+
     /// `events`, marking the next of the [`CACHES`] caches as filled at each `InitDone` (again after a
     /// relist).
     pub fn track<K: Send + 'static>(&mut self, events: Events<K>) -> Events<K> {
@@ -146,6 +156,7 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
+            restores: crate::restores::none(),
             filled,
         }
     }

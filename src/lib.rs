@@ -23,6 +23,7 @@ pub mod plan;
 pub mod progress;
 pub mod publish;
 pub mod reconcile;
+pub mod restores;
 pub mod run;
 pub mod sandbox;
 pub mod status;

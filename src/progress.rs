@@ -83,6 +83,10 @@ pub fn phase(blueprint: &Blueprint) -> Phase {
         return Phase::Stopped;
     }
     if current {
+        // A restore pauses the Blueprint; its end resumes it (no new spec needed).
+        if let Some(c) = condition(blueprint, "Executable").filter(|c| c.reason == "RestoreInProgress") {
+            return Phase::InProgress(format!("paused: {}", one_line(&c.message)));
+        }
         for type_ in ["Valid", "Executable"] {
             if let Some(c) = condition(blueprint, type_).filter(|c| c.status == "False") {
                 return Phase::Blocked(format!("{type_}=False ({}): {}", c.reason, one_line(&c.message)));
@@ -327,6 +331,26 @@ mod tests {
             Phase::InProgress("waiting for a healthy ecosystem (1 dogu(s) are unhealthy: cas)".into())
         );
         assert_eq!(phase(&unhealthy).exit_code(), 2);
+    }
+
+    #[test]
+    fn a_restore_pauses_and_is_not_blocked() {
+        let paused = with_conditions(
+            blueprint(SPEC),
+            &[(
+                "Executable",
+                "False",
+                "RestoreInProgress",
+                "a restore is in progress (nightly): nothing is applied until it has ended",
+            )],
+        );
+        assert_eq!(
+            phase(&paused),
+            Phase::InProgress(
+                "paused: a restore is in progress (nightly): nothing is applied until it has ended".into()
+            )
+        );
+        assert_eq!(phase(&paused).exit_code(), 2, "status --watch goes on waiting");
     }
 
     /// The finding: a stopped Blueprint was shown as "reconciling" until the sandbox timed out.

@@ -185,6 +185,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             referenced_secrets: Default::default(),
             descriptors: vec![],
             health_config: None,
+            restores: Vec::new(),
         };
         let decision = blueprint_machine::reconcile(&observation);
         assert!(decision.status.is_some(), "{}", file.display());

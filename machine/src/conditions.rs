@@ -25,6 +25,7 @@ pub mod reason {
     pub const EXECUTABLE: &str = "Executable";
     pub const FORBIDDEN_OPERATIONS: &str = "ForbiddenOperations";
     pub const MISSING_CONFIG_REFERENCES: &str = "MissingConfigReferences";
+    pub const RESTORE_IN_PROGRESS: &str = "RestoreInProgress";
     /// Ours: an object the blueprint concerns exists but cannot be read.
     pub const INVALID_CLUSTER_STATE: &str = "InvalidClusterState";
     /// Ours: more than one Blueprint in the namespace, so none is processed.

@@ -43,6 +43,8 @@ pub enum State {
     NotExecutable,
     /// `spec.stopped`: everything computed, nothing applied.
     Stopped,
+    /// A restore of the platform is in progress: everything computed, nothing applied.
+    RestoreInProgress,
     /// The ecosystem is not healthy (or health cannot be determined); nothing is applied.
     AwaitingHealth,
     /// The operator's own component is being upgraded; nothing else is applied until it runs.

@@ -22,6 +22,7 @@ pub mod reason {
     pub const EXECUTION_FAILED: &str = "ExecutionFailed";
     pub const BLUEPRINT_STOPPED: &str = "BlueprintStopped";
     pub const REVERSE_PROXY_IGNORED: &str = "ReverseProxyIgnored";
+    pub const RESTORE_IN_PROGRESS: &str = "RestoreInProgress";
     pub const AWAIT_SELF_UPGRADE: &str = "AwaitSelfUpgrade";
     pub const SELF_UPGRADE_COMPLETED: &str = "SelfUpgradeCompleted";
     pub const COMPLETED: &str = "Completed";

@@ -136,6 +136,7 @@ pub struct Scenario {
     pub own_versions: Option<semver::VersionReq>,
     pub allow_replacement: bool,
     pub provided_dependencies: std::collections::BTreeSet<crate::observation::ProvidedDependency>,
+    pub restores: Vec<crate::observation::RestoreObservation>,
 }
 
 impl Scenario {
@@ -158,6 +159,7 @@ impl Scenario {
             own_versions: None,
             allow_replacement: false,
             provided_dependencies: Default::default(),
+            restores: Vec::new(),
         }
     }
 
@@ -256,6 +258,16 @@ impl Scenario {
         self
     }
 
+    /// A Restore of the backup operator, with its `status.status` and `Successful` condition.
+    pub fn with_restore(mut self, name: &str, status: Option<&str>, successful: Option<&str>) -> Self {
+        self.restores.push(crate::observation::RestoreObservation {
+            name: name.into(),
+            status: status.map(Into::into),
+            successful: successful.map(Into::into),
+        });
+        self
+    }
+
     /// The platform provides this dependency without its dogu (a feature flag).
     pub fn with_provided(mut self, dependency: crate::observation::ProvidedDependency) -> Self {
         self.provided_dependencies.insert(dependency);
@@ -308,6 +320,7 @@ impl Scenario {
             referenced_secrets: self.secrets.clone(),
             descriptors,
             health_config: self.health_config.clone(),
+            restores: self.restores.clone(),
         }
     }
 

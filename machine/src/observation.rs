@@ -54,6 +54,10 @@ pub struct Observation {
     /// Data of the `k8s-blueprint-operator-health-config` ConfigMap; `None` when it does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_config: Option<BTreeMap<String, String>>,
+    /// The backup operator's Restores in the namespace (`restores.k8s.cloudogu.com`); empty where the
+    /// backup CRDs are not installed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restores: Vec<RestoreObservation>,
 }
 
 /// An object that exists but does not fit its type.
@@ -93,6 +97,27 @@ pub struct OperatorFacts {
     /// Dogu dependencies the platform provides otherwise (feature flags), not required in a blueprint.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub provided_dependencies: BTreeSet<ProvidedDependency>,
+}
+
+/// What a Restore says about its progress.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreObservation {
+    pub name: String,
+    /// `status.status` (`in progress`, `completed`, `failed`; deprecated by newer backup operators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The status of its `Successful` condition (`Unknown` while it runs), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successful: Option<String>,
+}
+
+impl RestoreObservation {
+    /// In progress by either signal: the status string older backup operators write, or the
+    /// `Successful=Unknown` condition of newer ones.
+    pub fn in_progress(&self) -> bool {
+        self.status.as_deref() == Some("in progress") || self.successful.as_deref() == Some("Unknown")
+    }
 }
 
 /// A dogu dependency that a platform provides without the dogu (upstream v3.3's feature flags).

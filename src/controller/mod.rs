@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, Store};
@@ -58,6 +58,14 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     watcher(api, config).modify(|object| slim(object.meta_mut()))
+}
+
+/// The watch events of an untyped `api` (a kind of another operator's CRD), slimmed.
+fn slim_watcher_dyn(
+    api: Api<DynamicObject>,
+    _resource: kube::api::ApiResource,
+) -> impl Stream<Item = watcher::Result<watcher::Event<DynamicObject>>> {
+    watcher(api, watcher::Config::default()).modify(|object| slim(&mut object.metadata))
 }
 
 /// A reflector store of `api`, and the stream of its watch events that keeps it current (it must be
@@ -111,6 +119,19 @@ pub async fn run_controller(
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
+    // Restores, where the backup operator's CRD is installed.
+    let (restores, restore_changes): (Store<DynamicObject>, Option<Events<DynamicObject>>) =
+        match crate::restores::discover(&c).await {
+            Some(resource) => {
+                let writer = reflector::store::Writer::new(resource.clone());
+                let reader = writer.as_reader();
+                let api = Api::<DynamicObject>::namespaced_with(c.clone(), &ns, &resource);
+                let stream = reflector::reflector(writer, slim_watcher_dyn(api, resource)).default_backoff();
+                (reader, Some(stream.boxed()))
+            }
+            None => (crate::restores::none(), None),
+        };
+
     let blueprint_changes = forget_deleted(blueprint_changes, blueprint_reader.clone(), metrics.clone(), ns.clone());
     let (mut filling, filled) = Filled::new();
     let blueprint_changes = filling.track(blueprint_changes);
@@ -120,6 +141,13 @@ pub async fn run_controller(
     let health_changes = filling.track(health_changes);
     let sensitive_changes = filling.track(sensitive_changes);
     let secret_changes = filling.track(secret_changes);
+    let restore_changes = match restore_changes {
+        Some(changes) => filling.track(changes),
+        None => {
+            filling.skip();
+            futures::stream::pending().boxed()
+        }
+    };
     drop(filling);
     let stores = Stores {
         blueprints: blueprint_reader.clone(),
@@ -129,6 +157,7 @@ pub async fn run_controller(
         health_config,
         sensitive_configs,
         secret_metadata,
+        restores,
         filled,
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
@@ -160,6 +189,7 @@ pub async fn run_controller(
         triggers::every_blueprint(config_map_changes, targets.clone(), triggers::config_object),
         triggers::every_blueprint(health_changes, targets.clone(), triggers::any_config_map),
         triggers::every_blueprint(sensitive_changes, targets.clone(), triggers::any_secret),
+        triggers::every_blueprint(restore_changes, targets.clone(), triggers::any_restore),
         triggers::secret_triggers(secret_changes, targets),
     ]);
     let reconcile_requests = Debounced::new(all, options.debounce);

@@ -159,6 +159,12 @@ pub fn any_secret(_: &Decoded<Secret>) -> bool {
     true
 }
 
+/// A Restore that starts or ends concerns every Blueprint (nothing is applied while one is in
+/// progress; its end is what the paused Blueprints wait for).
+pub fn any_restore(_: &kube::api::DynamicObject) -> bool {
+    true
+}
+
 /// Global and dogu config; not the local dogu registry's ConfigMaps.
 pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
     config_target(config_map.meta()).is_some()

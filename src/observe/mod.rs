@@ -19,7 +19,8 @@ use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
 use blueprint_machine::naming::HEALTH_CONFIG;
 use blueprint_machine::observation::{
-    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, SecretDigest, UndecodableObject,
+    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, RestoreObservation, SecretDigest,
+    UndecodableObject,
 };
 
 use blueprint_machine::config_format::{self, DATA_KEY};
@@ -126,6 +127,24 @@ pub struct Snapshot<'a> {
     /// Referenced Secrets digested already (the controller's cache); `None`: digest them from `secrets`.
     pub referenced_secrets: Option<BTreeMap<String, ReferencedSecret>>,
     pub descriptors: Vec<DescriptorEntry>,
+    /// The backup operator's Restores (empty where its CRDs are not installed).
+    pub restores: Vec<RestoreObservation>,
+}
+
+/// What a Restore (`restores.k8s.cloudogu.com`, read untyped: its CRD belongs to the backup operator)
+/// says about its progress.
+pub fn restore_observation(restore: &serde_json::Value) -> RestoreObservation {
+    let successful = restore
+        .pointer("/status/conditions")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Successful"))
+        .and_then(|c| c["status"].as_str())
+        .map(str::to_owned);
+    RestoreObservation {
+        name: restore.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned(),
+        status: restore.pointer("/status/status").and_then(serde_json::Value::as_str).map(str::to_owned),
+        successful,
+    }
 }
 
 impl Snapshot<'_> {
@@ -191,6 +210,7 @@ impl Snapshot<'_> {
             referenced_secrets,
             descriptors: self.descriptors.clone(),
             health_config,
+            restores: self.restores.clone(),
         }
     }
 

@@ -50,6 +50,8 @@ pub struct ClusterObjects {
     pub components: Vec<Component>,
     pub config_maps: Vec<ConfigMap>,
     pub secrets: Vec<Secret>,
+    /// The backup operator's Restores, untyped.
+    pub restores: Vec<Value>,
     /// `Kind/name` of objects that were not used, for a warning.
     pub ignored: Vec<String>,
     /// Objects that do not fit their type (a live cluster's; a snapshot's are an error), by kind: the
@@ -179,6 +181,7 @@ pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
             "Component" => objects.components.push(typed(file, &label, item)?),
             "ConfigMap" => objects.config_maps.push(typed(file, &label, item)?),
             "Secret" => objects.secrets.push(typed(file, &label, item)?),
+            "Restore" => objects.restores.push(item),
             "" => return Err(error(file, format!("{label} has no kind"))),
             _ => objects.ignored.push(format!("{kind}/{name}")),
         }

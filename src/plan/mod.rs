@@ -216,6 +216,7 @@ fn observe(
         undecodable: cluster.undecodable.iter().map(|(kind, u)| (*kind, &**u)).collect(),
         referenced_secrets: None,
         descriptors,
+        restores: cluster.restores.iter().map(crate::observe::restore_observation).collect(),
     };
     (snapshot.observe(&Digester::random()), warnings)
 }

@@ -36,6 +36,7 @@ fn describe(state: State) -> &'static str {
         State::ValidationPending => "validation pending (dogu descriptors unavailable)",
         State::NotExecutable => "not executable",
         State::Stopped => "stopped (dry run: nothing is applied)",
+        State::RestoreInProgress => "paused: a restore is in progress",
         State::AwaitingHealth => "waiting for a healthy ecosystem",
         State::SelfUpgrading => "upgrading the operator itself",
         State::ApplyingConfig => "applying config",

@@ -185,6 +185,7 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
+            restores: crate::restores::none(),
             filled: crate::caches::Filled::already(),
         };
         let metrics = Metrics::shared();

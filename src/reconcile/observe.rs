@@ -13,7 +13,7 @@ use blueprint_machine::observation::{DescriptorEntry, Observation};
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
-use crate::observe::{Snapshot, is_health_config};
+use crate::observe::{Snapshot, is_health_config, restore_observation};
 
 pub(super) async fn observe(
     context: &Context,
@@ -81,6 +81,12 @@ pub(super) async fn observe(
         undecodable,
         referenced_secrets: Some(referenced),
         descriptors,
+        restores: stores
+            .restores
+            .state()
+            .iter()
+            .map(|r| restore_observation(&serde_json::to_value(&**r).unwrap_or_default()))
+            .collect(),
     };
     Ok(snapshot.observe(&context.digester))
 }

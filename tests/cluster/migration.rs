@@ -54,6 +54,21 @@ async fn the_first_reconcile_after_the_switch_changes_nothing_and_keeps_the_hist
     let operator = plane.config_for(SERVICE_ACCOUNT, &token, &namespace).await;
     let user = user_of(&namespace, SERVICE_ACCOUNT);
     let mut scene = Scene::on_kube_apiserver(namespace, Some(operator), Behaviour::default(), UPGRADE_CLUSTER).await;
+    // The ecosystem as the Go operator left it: the dogu operator has restarted every dogu after the
+    // config it was seeded with (the example's start times are older), and all are healthy.
+    scene.start_ecosystem();
+    let seeded = scene.get("v1", "ConfigMap", "global-config").await.unwrap()["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for dogu in ["cas", "ldap", "nginx-ingress", "nginx-static", "postfix", "postgresql", "redmine"] {
+        scene
+            .wait_for(("k8s.cloudogu.com/v2", "Dogu", dogu), |d| {
+                d["status"]["startedAt"].as_str().is_some_and(|t| t > seeded.as_str())
+                    && d["status"]["health"] == "available"
+            })
+            .await;
+    }
     let stored = left_by_the_go_operator();
     seed::cluster(&scene.cluster, &scene.namespace, std::slice::from_ref(&stored)).await.unwrap();
     let before = versions(&scene).await;

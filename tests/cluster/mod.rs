@@ -11,6 +11,7 @@ mod leader;
 mod live_plan;
 mod migration;
 mod rbac;
+mod restore;
 mod status_cli;
 
 pub use blueprint_operator::sandbox::control_plane;

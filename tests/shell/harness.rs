@@ -174,6 +174,7 @@ impl Harness {
             health_config: store::<Decoded<ConfigMap>>(&[]),
             sensitive_configs: store(&decoded(&self.sensitive)),
             secret_metadata: store(&metadata),
+            restores: blueprint_operator::restores::none(),
             filled: blueprint_operator::caches::Filled::already(),
         }
     }

@@ -23,6 +23,8 @@ pub(super) enum Blocked {
     MissingReferences,
     /// Unreadable cluster objects or forbidden actions: a change is needed.
     Otherwise,
+    /// A restore is in progress: its end (a change of the Restore) is awaited.
+    Restore,
 }
 
 impl Run<'_> {
@@ -175,7 +177,17 @@ impl Run<'_> {
     ) -> Blocked {
         let operator = &self.observation.operator;
         let own_component = own_component_name(&operator.component);
-        let (why, problem, blocked) = if let Some(problem) = missing_references {
+        let restoring: Vec<&str> =
+            self.observation.restores.iter().filter(|r| r.in_progress()).map(|r| r.name.as_str()).collect();
+        let (why, problem, blocked) = if !restoring.is_empty() {
+            // Checked first: whatever else the diff says, nothing is applied under a restore (upstream
+            // v3 pauses the same way, but says so only in its log).
+            let problem = Problem::new(format!(
+                "a restore is in progress ({}): nothing is applied until it has ended",
+                restoring.join(", ")
+            ));
+            (reason::RESTORE_IN_PROGRESS, problem, Blocked::Restore)
+        } else if let Some(problem) = missing_references {
             (reason::MISSING_CONFIG_REFERENCES, problem, Blocked::MissingReferences)
         } else if let Some(problem) = Problem::join(unreadable) {
             (reason::INVALID_CLUSTER_STATE, problem, Blocked::Otherwise)

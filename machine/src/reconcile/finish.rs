@@ -44,6 +44,7 @@ impl Run<'_> {
             State::NotExecutable => "the blueprint cannot be applied (see Executable)",
             State::MultipleBlueprints => "more than one Blueprint in the namespace (see Executable)",
             State::Stopped => "the blueprint is stopped (spec.stopped)",
+            State::RestoreInProgress => "a restore is in progress (see Executable)",
             State::AwaitingHealth => "the ecosystem is not healthy (see EcosystemHealthy)",
             State::SelfUpgrading => "the operator is upgrading itself (see SelfUpgradeCompleted)",
             _ => "not evaluated",
@@ -92,7 +93,14 @@ impl Run<'_> {
             );
             logged.push((Topic::Health, events::warning(event::ECOSYSTEM_UNHEALTHY, message)));
         }
-        if c.changed(conditions::EXECUTABLE) && c.is(conditions::EXECUTABLE, Status::False) {
+        let restoring = c.get(conditions::EXECUTABLE).is_some_and(|e| e.reason == reason::RESTORE_IN_PROGRESS);
+        if c.changed(conditions::EXECUTABLE) && c.is(conditions::EXECUTABLE, Status::False) && restoring {
+            // Not a fault: the platform is being restored, and this operator waits for it.
+            logged.push((
+                Topic::Executable,
+                events::normal(event::RESTORE_IN_PROGRESS, message(c, conditions::EXECUTABLE)),
+            ));
+        } else if c.changed(conditions::EXECUTABLE) && c.is(conditions::EXECUTABLE, Status::False) {
             let reason = match c.get(conditions::EXECUTABLE).map(|c| c.reason.as_str()) {
                 Some(reason::MISSING_CONFIG_REFERENCES) => event::MISSING_CONFIG_REFERENCES,
                 Some(reason::INVALID_CLUSTER_STATE) => event::INVALID_CLUSTER_STATE,

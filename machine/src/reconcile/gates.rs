@@ -38,6 +38,7 @@ pub(super) fn executable(blocked: Blocked) -> Option<End> {
             Some((State::NotExecutable, Requeue::after(10, "referenced Secrets or keys are missing")))
         }
         Blocked::Otherwise => Some((State::NotExecutable, Requeue::AwaitChange)),
+        Blocked::Restore => Some((State::RestoreInProgress, Requeue::AwaitChange)),
     }
 }
 

@@ -92,6 +92,7 @@ impl Model {
             referenced_secrets,
             descriptors,
             health_config: None,
+            restores: Vec::new(),
         }
     }
 

@@ -128,3 +128,29 @@ fn case_79_a_deleted_blueprint_uninstalls_nothing() {
     assert!(decision.actions.is_empty());
     assert_eq!(decision.requeue, Requeue::AwaitChange);
 }
+
+/// docs/differences.md D50: nothing is applied while a restore is in progress (by the status string of
+/// older backup operators or the `Successful=Unknown` condition of newer ones); the user sees why, in
+/// `Executable` and one event; the diff is still computed and shown.
+#[test]
+fn d50_a_restore_in_progress_pauses_everything_and_says_so() {
+    for (status, successful) in [(Some("in progress"), None), (None, Some("Unknown"))] {
+        let scenario = Scenario::new(INSTALL_NEXUS).with_restore("nightly", status, successful);
+        let decision = scenario.decide();
+        assert_eq!(decision.state, State::RestoreInProgress);
+        assert!(decision.actions.is_empty());
+        assert_eq!(cond(&decision, "Executable"), pair("False", "RestoreInProgress"));
+        assert!(message(&decision, "Executable").contains("a restore is in progress (nightly)"));
+        assert_eq!(decision.requeue, Requeue::AwaitChange, "the restore's end triggers the next reconcile");
+        let event = event(&decision, "RestoreInProgress");
+        assert_eq!(event.type_, blueprint_machine::EventType::Normal);
+        assert!(!state_diff(&decision).dogu_diffs.is_empty(), "the diff is shown");
+        // Still in progress one reconcile later: not said again.
+        assert!(!event_reasons(&scenario.after(&decision).decide()).contains(&"RestoreInProgress"));
+    }
+    // Ended (or failed): applied as usual.
+    for (status, successful) in [(Some("completed"), None), (None, Some("True")), (Some("failed"), Some("False"))] {
+        let decision = Scenario::new(INSTALL_NEXUS).with_restore("nightly", status, successful).decide();
+        assert_eq!(action_summaries(&decision), ["create dogus/nexus"], "{status:?} {successful:?}");
+    }
+}
