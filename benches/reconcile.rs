@@ -120,6 +120,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         descriptors,
         health_config: None,
         restores: Vec::new(),
+        debug_mode: None,
     }
 }
 

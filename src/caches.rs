@@ -32,12 +32,14 @@ pub struct Stores {
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
     /// The backup operator's Restores (empty, and never watched, where its CRD is not installed).
     pub restores: Store<kube::api::DynamicObject>,
+    /// The debug-mode operator's `DebugMode` objects (likewise).
+    pub debug_modes: Store<kube::api::DynamicObject>,
     /// Which of them have listed their objects.
     pub filled: Filled,
 }
 
 /// How many caches there are: each marks one bit of [`Filled`].
-pub const CACHES: u32 = 8;
+pub const CACHES: u32 = 9;
 
 /// [`Filled`]'s mark once every cache has listed its objects.
 const ALL_FILLED: u32 = (1 << CACHES) - 1;
@@ -156,7 +158,8 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
-            restores: crate::restores::none(),
+            restores: crate::other_operators::none(crate::other_operators::RESTORE),
+            debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
             filled,
         }
     }

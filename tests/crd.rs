@@ -186,6 +186,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             descriptors: vec![],
             health_config: None,
             restores: Vec::new(),
+            debug_mode: None,
         };
         let decision = blueprint_machine::reconcile(&observation);
         assert!(decision.status.is_some(), "{}", file.display());

@@ -137,6 +137,7 @@ pub struct Scenario {
     pub allow_replacement: bool,
     pub provided_dependencies: std::collections::BTreeSet<crate::observation::ProvidedDependency>,
     pub restores: Vec<crate::observation::RestoreObservation>,
+    pub debug_mode: Option<crate::observation::DebugModeObservation>,
 }
 
 impl Scenario {
@@ -160,6 +161,7 @@ impl Scenario {
             allow_replacement: false,
             provided_dependencies: Default::default(),
             restores: Vec::new(),
+            debug_mode: None,
         }
     }
 
@@ -258,6 +260,12 @@ impl Scenario {
         self
     }
 
+    /// The debug-mode operator's `DebugMode` in `phase`.
+    pub fn with_debug_mode(mut self, phase: Option<&str>) -> Self {
+        self.debug_mode = Some(crate::observation::DebugModeObservation { phase: phase.map(Into::into) });
+        self
+    }
+
     /// A Restore of the backup operator, with its `status.status` and `Successful` condition.
     pub fn with_restore(mut self, name: &str, status: Option<&str>, successful: Option<&str>) -> Self {
         self.restores.push(crate::observation::RestoreObservation {
@@ -321,6 +329,7 @@ impl Scenario {
             descriptors,
             health_config: self.health_config.clone(),
             restores: self.restores.clone(),
+            debug_mode: self.debug_mode.clone(),
         }
     }
 

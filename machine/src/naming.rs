@@ -11,6 +11,10 @@ pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
 /// The component that serves a CES platform's web traffic since the gateway release (Cloudogu's
 /// operator requires it from v3.0 on); it reads no nginx-ingress annotations.
 pub const GATEWAY_COMPONENT: &str = "k8s-ces-gateway";
+/// The dogu config key of a dogu's log level (which the debug-mode operator changes while it is active).
+pub const LOG_LEVEL_KEY: &str = "logging/root";
+/// The name of the debug-mode operator's one `DebugMode` object.
+pub const DEBUG_MODE: &str = "debug-mode";
 /// The Lease of leader election.
 pub const LEASE: &str = "k8s-blueprint-operator-leader";
 /// The ConfigMap of the required components' health (it need not carry the registry labels).

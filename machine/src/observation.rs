@@ -58,6 +58,9 @@ pub struct Observation {
     /// backup CRDs are not installed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restores: Vec<RestoreObservation>,
+    /// The debug-mode operator's `DebugMode` named `debug-mode`, if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_mode: Option<DebugModeObservation>,
 }
 
 /// An object that exists but does not fit its type.
@@ -97,6 +100,22 @@ pub struct OperatorFacts {
     /// Dogu dependencies the platform provides otherwise (feature flags), not required in a blueprint.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub provided_dependencies: BTreeSet<ProvidedDependency>,
+}
+
+/// The `DebugMode` object's `status.phase`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugModeObservation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
+impl DebugModeObservation {
+    /// Active until it has ended (`Completed` or `Failed`); a phase not set yet counts as active, as
+    /// upstream counts it.
+    pub fn active(&self) -> bool {
+        !matches!(self.phase.as_deref(), Some("Completed" | "Failed"))
+    }
 }
 
 /// What a Restore says about its progress.

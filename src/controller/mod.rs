@@ -60,12 +60,20 @@ where
     watcher(api, config).modify(|object| slim(object.meta_mut()))
 }
 
-/// The watch events of an untyped `api` (a kind of another operator's CRD), slimmed.
-fn slim_watcher_dyn(
-    api: Api<DynamicObject>,
-    _resource: kube::api::ApiResource,
-) -> impl Stream<Item = watcher::Result<watcher::Event<DynamicObject>>> {
-    watcher(api, watcher::Config::default()).modify(|object| slim(&mut object.metadata))
+/// A reflector store of another operator's kind and its watch events, if the kind is served; else an
+/// empty store and no events.
+fn reflect_other(
+    client: &Client,
+    namespace: &str,
+    resource: Option<kube::api::ApiResource>,
+    kind: &str,
+) -> (Store<DynamicObject>, Option<Events<DynamicObject>>) {
+    let Some(resource) = resource else { return (crate::other_operators::none(kind), None) };
+    let writer = reflector::store::Writer::new(resource.clone());
+    let reader = writer.as_reader();
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource);
+    let events = watcher(api, watcher::Config::default()).modify(|object| slim(&mut object.metadata));
+    (reader, Some(reflector::reflector(writer, events).default_backoff().boxed()))
 }
 
 /// A reflector store of `api`, and the stream of its watch events that keeps it current (it must be
@@ -119,18 +127,11 @@ pub async fn run_controller(
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
-    // Restores, where the backup operator's CRD is installed.
-    let (restores, restore_changes): (Store<DynamicObject>, Option<Events<DynamicObject>>) =
-        match crate::restores::discover(&c).await {
-            Some(resource) => {
-                let writer = reflector::store::Writer::new(resource.clone());
-                let reader = writer.as_reader();
-                let api = Api::<DynamicObject>::namespaced_with(c.clone(), &ns, &resource);
-                let stream = reflector::reflector(writer, slim_watcher_dyn(api, resource)).default_backoff();
-                (reader, Some(stream.boxed()))
-            }
-            None => (crate::restores::none(), None),
-        };
+    // Restores and the DebugMode, where their operators' CRDs are installed.
+    let discovered = crate::other_operators::discover(&c).await;
+    let (restores, restore_changes) = reflect_other(&c, &ns, discovered.restore, crate::other_operators::RESTORE);
+    let (debug_modes, debug_mode_changes) =
+        reflect_other(&c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
 
     let blueprint_changes = forget_deleted(blueprint_changes, blueprint_reader.clone(), metrics.clone(), ns.clone());
     let (mut filling, filled) = Filled::new();
@@ -141,13 +142,15 @@ pub async fn run_controller(
     let health_changes = filling.track(health_changes);
     let sensitive_changes = filling.track(sensitive_changes);
     let secret_changes = filling.track(secret_changes);
-    let restore_changes = match restore_changes {
+    let mut track_other = |changes: Option<Events<DynamicObject>>| match changes {
         Some(changes) => filling.track(changes),
         None => {
             filling.skip();
             futures::stream::pending().boxed()
         }
     };
+    let restore_changes = track_other(restore_changes);
+    let debug_mode_changes = track_other(debug_mode_changes);
     drop(filling);
     let stores = Stores {
         blueprints: blueprint_reader.clone(),
@@ -158,6 +161,7 @@ pub async fn run_controller(
         sensitive_configs,
         secret_metadata,
         restores,
+        debug_modes,
         filled,
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
@@ -190,6 +194,7 @@ pub async fn run_controller(
         triggers::every_blueprint(health_changes, targets.clone(), triggers::any_config_map),
         triggers::every_blueprint(sensitive_changes, targets.clone(), triggers::any_secret),
         triggers::every_blueprint(restore_changes, targets.clone(), triggers::any_restore),
+        triggers::every_blueprint(debug_mode_changes, targets.clone(), triggers::any_debug_mode),
         triggers::secret_triggers(secret_changes, targets),
     ]);
     let reconcile_requests = Debounced::new(all, options.debounce);

@@ -165,6 +165,11 @@ pub fn any_restore(_: &kube::api::DynamicObject) -> bool {
     true
 }
 
+/// The `DebugMode` that starts or ends decides whether the log levels are enforced.
+pub fn any_debug_mode(debug_mode: &kube::api::DynamicObject) -> bool {
+    debug_mode.metadata.name.as_deref() == Some(blueprint_machine::naming::DEBUG_MODE)
+}
+
 /// Global and dogu config; not the local dogu registry's ConfigMaps.
 pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
     config_target(config_map.meta()).is_some()

@@ -19,8 +19,8 @@ use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
 use blueprint_machine::naming::HEALTH_CONFIG;
 use blueprint_machine::observation::{
-    ConfigObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret, RestoreObservation, SecretDigest,
-    UndecodableObject,
+    ConfigObservation, DebugModeObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret,
+    RestoreObservation, SecretDigest, UndecodableObject,
 };
 
 use blueprint_machine::config_format::{self, DATA_KEY};
@@ -129,6 +129,17 @@ pub struct Snapshot<'a> {
     pub descriptors: Vec<DescriptorEntry>,
     /// The backup operator's Restores (empty where its CRDs are not installed).
     pub restores: Vec<RestoreObservation>,
+    /// The debug-mode operator's `DebugMode` named `debug-mode`, if any.
+    pub debug_mode: Option<DebugModeObservation>,
+}
+
+/// A `DebugMode` (read untyped: its CRD belongs to the debug-mode operator), if it is the one the
+/// debug-mode operator uses.
+pub fn debug_mode_observation(debug_mode: &serde_json::Value) -> Option<DebugModeObservation> {
+    let name = debug_mode.pointer("/metadata/name").and_then(serde_json::Value::as_str);
+    (name == Some(blueprint_machine::naming::DEBUG_MODE)).then(|| DebugModeObservation {
+        phase: debug_mode.pointer("/status/phase").and_then(serde_json::Value::as_str).map(str::to_owned),
+    })
 }
 
 /// What a Restore (`restores.k8s.cloudogu.com`, read untyped: its CRD belongs to the backup operator)
@@ -211,6 +222,7 @@ impl Snapshot<'_> {
             descriptors: self.descriptors.clone(),
             health_config,
             restores: self.restores.clone(),
+            debug_mode: self.debug_mode.clone(),
         }
     }
 

@@ -52,6 +52,8 @@ pub struct ClusterObjects {
     pub secrets: Vec<Secret>,
     /// The backup operator's Restores, untyped.
     pub restores: Vec<Value>,
+    /// The debug-mode operator's `DebugMode` objects, untyped.
+    pub debug_modes: Vec<Value>,
     /// `Kind/name` of objects that were not used, for a warning.
     pub ignored: Vec<String>,
     /// Objects that do not fit their type (a live cluster's; a snapshot's are an error), by kind: the
@@ -182,6 +184,7 @@ pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
             "ConfigMap" => objects.config_maps.push(typed(file, &label, item)?),
             "Secret" => objects.secrets.push(typed(file, &label, item)?),
             "Restore" => objects.restores.push(item),
+            "DebugMode" => objects.debug_modes.push(item),
             "" => return Err(error(file, format!("{label} has no kind"))),
             _ => objects.ignored.push(format!("{kind}/{name}")),
         }

@@ -217,6 +217,7 @@ fn observe(
         referenced_secrets: None,
         descriptors,
         restores: cluster.restores.iter().map(crate::observe::restore_observation).collect(),
+        debug_mode: cluster.debug_modes.iter().find_map(crate::observe::debug_mode_observation),
     };
     (snapshot.observe(&Digester::random()), warnings)
 }

@@ -185,7 +185,8 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
-            restores: crate::restores::none(),
+            restores: crate::other_operators::none(crate::other_operators::RESTORE),
+            debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
             filled: crate::caches::Filled::already(),
         };
         let metrics = Metrics::shared();

@@ -13,7 +13,7 @@ use blueprint_machine::observation::{DescriptorEntry, Observation};
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
-use crate::observe::{Snapshot, is_health_config, restore_observation};
+use crate::observe::{Snapshot, debug_mode_observation, is_health_config, restore_observation};
 
 pub(super) async fn observe(
     context: &Context,
@@ -81,6 +81,11 @@ pub(super) async fn observe(
         undecodable,
         referenced_secrets: Some(referenced),
         descriptors,
+        debug_mode: stores
+            .debug_modes
+            .state()
+            .iter()
+            .find_map(|d| debug_mode_observation(&serde_json::to_value(&**d).unwrap_or_default())),
         restores: stores
             .restores
             .state()

@@ -160,10 +160,11 @@ fn start() -> Result<ControlPlane, String> {
         std::fs::write(&file, crate::crd::yaml(which)).map_err(|e| e.to_string())?;
         plane.kubectl(&["apply", "--server-side", "-f", &file.display().to_string()])?;
     }
-    // The backup operator's Restore kind, as a CES platform with backups has it.
-    let restores = dir.join("restore-crd.yaml");
-    std::fs::write(&restores, include_str!("restore-crd.yaml")).map_err(|e| e.to_string())?;
-    plane.kubectl(&["apply", "--server-side", "-f", &restores.display().to_string()])?;
+    // The backup operator's Restore and the debug-mode operator's DebugMode kinds, as a CES platform
+    // with those operators has them.
+    let others = dir.join("other-operators-crds.yaml");
+    std::fs::write(&others, include_str!("other-operators-crds.yaml")).map_err(|e| e.to_string())?;
+    plane.kubectl(&["apply", "--server-side", "-f", &others.display().to_string()])?;
     plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
     Ok(plane)
 }

@@ -5,6 +5,7 @@
 
 mod conversion;
 mod crds;
+mod debug_mode;
 mod helm;
 mod kubectl;
 mod leader;

@@ -174,7 +174,8 @@ impl Harness {
             health_config: store::<Decoded<ConfigMap>>(&[]),
             sensitive_configs: store(&decoded(&self.sensitive)),
             secret_metadata: store(&metadata),
-            restores: blueprint_operator::restores::none(),
+            restores: blueprint_operator::other_operators::none("Restore"),
+            debug_modes: blueprint_operator::other_operators::none("DebugMode"),
             filled: blueprint_operator::caches::Filled::already(),
         }
     }

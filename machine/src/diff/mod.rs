@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::api;
 use crate::config_format;
 use crate::model::{Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
-use crate::observation::{ConfigObservation, Observation, SecretDigest};
+use crate::observation::{ConfigObservation, DebugModeObservation, Observation, SecretDigest};
 use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
@@ -172,9 +172,12 @@ pub(crate) fn compute<'a>(
             Err(problem) => problems.push(problem),
         }
     }
+    // While debug mode is active, the debug-mode operator owns the dogus' log levels (D51).
+    let debugging = observation.debug_mode.as_ref().is_some_and(DebugModeObservation::active);
     for (dogu, entries) in &config.dogus {
         let dogu = *dogu;
-        let mut normal = entries.iter().filter(|e| !e.sensitive).peekable();
+        let left_to_debug_mode = |key: &str| debugging && key == crate::naming::LOG_LEVEL_KEY;
+        let mut normal = entries.iter().filter(|e| !e.sensitive && !left_to_debug_mode(e.key)).peekable();
         if normal.peek().is_some() {
             let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {

@@ -93,6 +93,7 @@ impl Model {
             descriptors,
             health_config: None,
             restores: Vec::new(),
+            debug_mode: None,
         }
     }
 

@@ -298,7 +298,7 @@ pub async fn discovery(rig: Rig) {
         .unwrap()
         .iter()
         .map(|r| r["name"].as_str().unwrap())
-        .filter(|r| !r.starts_with("restores"))
+        .filter(|r| !r.starts_with("restores") && !r.starts_with("debugmodes"))
         .collect();
     assert_eq!(listed, ["components", "components/status"]);
     let bp = resources["resources"].as_array().unwrap().iter().find(|r| r["name"] == "blueprints").unwrap();
@@ -307,13 +307,14 @@ pub async fn discovery(rig: Rig) {
     assert_eq!(bp["kind"], "Blueprint");
     let (_, crds) = rig.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", JSON, Value::Null).await;
     // The project's CRDs only: other tests on the shared control plane install CRDs of their own, and the
-    // control plane has the backup operator's Restore kind.
+    // control plane has the backup and debug-mode operators' kinds.
     let mut crd_names: Vec<&str> = crds["items"]
         .as_array()
         .unwrap()
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .filter(|name| name.ends_with(".k8s.cloudogu.com") && *name != "restores.k8s.cloudogu.com")
+        .filter(|name| name.ends_with(".k8s.cloudogu.com"))
+        .filter(|name| !["restores.k8s.cloudogu.com", "debugmodes.k8s.cloudogu.com"].contains(name))
         .collect();
     crd_names.sort();
     assert_eq!(

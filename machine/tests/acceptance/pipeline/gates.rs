@@ -154,3 +154,45 @@ fn d50_a_restore_in_progress_pauses_everything_and_says_so() {
         assert_eq!(action_summaries(&decision), ["create dogus/nexus"], "{status:?} {successful:?}");
     }
 }
+
+/// docs/differences.md D51 (upstream v3's debug mode): while the debug-mode operator's `DebugMode` is
+/// active, the dogus' `logging/root` is not enforced (it owns the log levels then); other keys are.
+#[test]
+fn d51_debug_mode_leaves_the_log_levels_to_the_debug_mode_operator() {
+    const REDMINE: &str = "{displayName: x, blueprint: {dogus: [{name: official/redmine, version: 1.0.0-1}], config: {dogus: {redmine: [{key: logging/root, value: WARN}, {key: theme, value: dark}]}}}}";
+    let debugging = |phase: Option<&str>| {
+        Scenario::new(REDMINE)
+            .with_dogu("official/redmine", "1.0.0-1")
+            .with_dogu_config("redmine", &[("logging/root", "DEBUG"), ("theme", "light")], Some(at(-100)))
+            .with_debug_mode(phase)
+    };
+    let written = |decision: &blueprint_machine::Decision| -> Vec<String> {
+        decision
+            .actions
+            .iter()
+            .filter_map(|a| match &a.operation {
+                Operation::WriteConfig { target: ConfigTarget::Dogu(_), set, .. } => {
+                    Some(set.iter().map(|s| s.key.clone()).collect::<Vec<_>>())
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    for active in [Some("SetDebugMode"), Some("WaitForRollback"), None] {
+        let decision = debugging(active).decide();
+        assert_eq!(written(&decision), ["theme"], "{active:?}: the log level is left alone, the rest is applied");
+    }
+    for ended in ["Completed", "Failed"] {
+        let decision = debugging(Some(ended)).decide();
+        let mut keys = written(&decision);
+        keys.sort();
+        assert_eq!(keys, ["logging/root", "theme"], "{ended}: enforced again");
+    }
+    // Without a DebugMode at all: enforced.
+    let plain = Scenario::new(REDMINE)
+        .with_dogu("official/redmine", "1.0.0-1")
+        .with_dogu_config("redmine", &[("logging/root", "DEBUG"), ("theme", "dark")], Some(at(-100)))
+        .decide();
+    assert_eq!(written(&plain), ["logging/root"]);
+}
