@@ -40,8 +40,27 @@ pub enum ConvertError {
     NotYaml { file: String, reason: String },
     #[error("{file}: no document in it")]
     Empty { file: String },
-    #[error("{file}: document {index}: {source}")]
-    Conversion { file: String, index: usize, source: ConversionError },
+    #[error("{file}: document {index}{}: {source}", item.map(|i| format!(", item {i}")).unwrap_or_default())]
+    Conversion { file: String, index: usize, item: Option<usize>, source: ConversionError },
+}
+
+/// One document converted: a Blueprint, or the Blueprints among a list's items (`kubectl get blueprints
+/// -o yaml` prints a `List`); anything else as it is. The error names the list item (from 1).
+fn converted(mut document: Value, to: ApiVersion) -> Result<Value, (Option<usize>, ConversionError)> {
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind == "Blueprint" {
+        return convert(&document, to).map_err(|e| (None, e));
+    }
+    if kind == "List" || kind.ends_with("List") {
+        if let Some(Value::Array(items)) = document.get_mut("items") {
+            for (index, item) in items.iter_mut().enumerate() {
+                if item.get("kind").and_then(Value::as_str) == Some("Blueprint") {
+                    *item = convert(item, to).map_err(|e| (Some(index + 1), e))?;
+                }
+            }
+        }
+    }
+    Ok(document)
 }
 
 /// The converted documents, printed.
@@ -63,12 +82,10 @@ pub fn run(args: &ConvertArgs) -> Result<String, ConvertError> {
         .into_iter()
         .enumerate()
         .map(|(index, document)| {
-            if document.get("kind").and_then(Value::as_str) != Some("Blueprint") {
-                return Ok(document);
-            }
-            convert(&document, to).map_err(|source| ConvertError::Conversion {
+            converted(document, to).map_err(|(item, source)| ConvertError::Conversion {
                 file: file.clone(),
                 index: index + 1,
+                item,
                 source,
             })
         })

@@ -86,3 +86,31 @@ fn what_cannot_be_converted_is_an_error_with_exit_code_1() {
         text(&missing.stderr)
     );
 }
+
+/// `kubectl get blueprints -o yaml` prints a `List`: its Blueprints are converted (docs/migration.md
+/// converts such an export), and an item that cannot be converted is named.
+#[test]
+fn the_blueprints_of_a_kubectl_list_are_converted() {
+    let list = "apiVersion: v1\nkind: List\nitems:\n\
+        - {apiVersion: k8s.cloudogu.com/v3, kind: Blueprint, metadata: {name: a}, spec: {blueprint: {dogus: [{name: official/ldap, version: 2.6.8-3, platformConfig: {resource: {storageClassName: fast}}}]}}}\n\
+        - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n";
+    let output = convert(&["-f", "-", "--to", "v2", "-o", "json"], Some(list));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let converted: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(converted["kind"], "List");
+    assert_eq!(converted["items"][0]["apiVersion"], "k8s.cloudogu.com/v2");
+    let kept =
+        converted["items"][0]["metadata"]["annotations"]["blueprint.k8s.cloudogu.com/v3-fields"].as_str().unwrap();
+    assert!(kept.contains("\"storageClassName\":\"fast\""), "{kept}");
+    assert_eq!(converted["items"][1], json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}));
+
+    let bad = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n- {apiVersion: k8s.cloudogu.com/v9, kind: Blueprint, metadata: {name: b}}\n";
+    let output = convert(&["-f", "-", "--to", "v2"], Some(bad));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).starts_with("error: standard input: document 1, item 2: "),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+}
