@@ -51,12 +51,12 @@ fn converted(mut document: Value, to: ApiVersion) -> Result<Value, (Option<usize
     if kind == "Blueprint" {
         return convert(&document, to).map_err(|e| (None, e));
     }
-    if kind == "List" || kind.ends_with("List") {
-        if let Some(Value::Array(items)) = document.get_mut("items") {
-            for (index, item) in items.iter_mut().enumerate() {
-                if item.get("kind").and_then(Value::as_str) == Some("Blueprint") {
-                    *item = convert(item, to).map_err(|e| (Some(index + 1), e))?;
-                }
+    if (kind == "List" || kind.ends_with("List"))
+        && let Some(Value::Array(items)) = document.get_mut("items")
+    {
+        for (index, item) in items.iter_mut().enumerate() {
+            if item.get("kind").and_then(Value::as_str) == Some("Blueprint") {
+                *item = convert(item, to).map_err(|e| (Some(index + 1), e))?;
             }
         }
     }
