@@ -592,3 +592,31 @@ fn an_uninstall_is_announced_before_the_changes() {
     let upgrade = plan_example("upgrade/blueprint.yaml", "upgrade/cluster.yaml", &[]);
     assert!(!stdout(&upgrade).contains("UNINSTALL"));
 }
+
+/// A snapshot's Restore in progress pauses the plan as it pauses the controller (D50).
+#[test]
+fn a_restore_in_progress_in_the_snapshot_pauses_the_plan() {
+    let snapshot = std::fs::read_to_string(example("upgrade/cluster.yaml")).unwrap()
+        + "\n---\n{apiVersion: k8s.cloudogu.com/v1, kind: Restore, metadata: {name: nightly, namespace: ecosystem}, status: {status: in progress}}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(&file, snapshot).unwrap();
+    let (blueprint, descriptors) = (example("upgrade/blueprint.yaml"), example("descriptors"));
+    let output = plan(&[
+        "-f",
+        blueprint.to_str().unwrap(),
+        "--cluster",
+        file.to_str().unwrap(),
+        "--descriptors",
+        descriptors.to_str().unwrap(),
+        "--now",
+        NOW,
+    ]);
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("Blueprint \"blueprint-ces\" (generation 4): paused: a restore is in progress\n"),
+        "{text}"
+    );
+    assert!(text.contains("a restore is in progress (nightly)"), "{text}");
+    assert!(text.contains("Actions: none in this reconcile."), "{text}");
+}

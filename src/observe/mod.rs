@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::DynamicObject;
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
@@ -135,25 +136,23 @@ pub struct Snapshot<'a> {
 
 /// A `DebugMode` (read untyped: its CRD belongs to the debug-mode operator), if it is the one the
 /// debug-mode operator uses.
-pub fn debug_mode_observation(debug_mode: &serde_json::Value) -> Option<DebugModeObservation> {
-    let name = debug_mode.pointer("/metadata/name").and_then(serde_json::Value::as_str);
-    (name == Some(blueprint_machine::naming::DEBUG_MODE)).then(|| DebugModeObservation {
-        phase: debug_mode.pointer("/status/phase").and_then(serde_json::Value::as_str).map(str::to_owned),
-    })
+pub fn debug_mode_observation(debug_mode: &DynamicObject) -> Option<DebugModeObservation> {
+    (debug_mode.metadata.name.as_deref() == Some(blueprint_machine::naming::DEBUG_MODE))
+        .then(|| DebugModeObservation { phase: debug_mode.data["status"]["phase"].as_str().map(str::to_owned) })
 }
 
 /// What a Restore (`restores.k8s.cloudogu.com`, read untyped: its CRD belongs to the backup operator)
 /// says about its progress.
-pub fn restore_observation(restore: &serde_json::Value) -> RestoreObservation {
-    let successful = restore
-        .pointer("/status/conditions")
-        .and_then(serde_json::Value::as_array)
+pub fn restore_observation(restore: &DynamicObject) -> RestoreObservation {
+    let status = &restore.data["status"];
+    let successful = status["conditions"]
+        .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == "Successful"))
         .and_then(|c| c["status"].as_str())
         .map(str::to_owned);
     RestoreObservation {
-        name: restore.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned(),
-        status: restore.pointer("/status/status").and_then(serde_json::Value::as_str).map(str::to_owned),
+        name: restore.metadata.name.clone().unwrap_or_default(),
+        status: status["status"].as_str().map(str::to_owned),
         successful,
     }
 }

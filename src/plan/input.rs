@@ -51,9 +51,9 @@ pub struct ClusterObjects {
     pub config_maps: Vec<ConfigMap>,
     pub secrets: Vec<Secret>,
     /// The backup operator's Restores, untyped.
-    pub restores: Vec<Value>,
+    pub restores: Vec<kube::api::DynamicObject>,
     /// The debug-mode operator's `DebugMode` objects, untyped.
-    pub debug_modes: Vec<Value>,
+    pub debug_modes: Vec<kube::api::DynamicObject>,
     /// `Kind/name` of objects that were not used, for a warning.
     pub ignored: Vec<String>,
     /// Objects that do not fit their type (a live cluster's; a snapshot's are an error), by kind: the
@@ -183,8 +183,8 @@ pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
             "Component" => objects.components.push(typed(file, &label, item)?),
             "ConfigMap" => objects.config_maps.push(typed(file, &label, item)?),
             "Secret" => objects.secrets.push(typed(file, &label, item)?),
-            "Restore" => objects.restores.push(item),
-            "DebugMode" => objects.debug_modes.push(item),
+            "Restore" => objects.restores.push(typed(file, &label, item)?),
+            "DebugMode" => objects.debug_modes.push(typed(file, &label, item)?),
             "" => return Err(error(file, format!("{label} has no kind"))),
             _ => objects.ignored.push(format!("{kind}/{name}")),
         }

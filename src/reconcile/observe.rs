@@ -81,17 +81,8 @@ pub(super) async fn observe(
         undecodable,
         referenced_secrets: Some(referenced),
         descriptors,
-        debug_mode: stores
-            .debug_modes
-            .state()
-            .iter()
-            .find_map(|d| debug_mode_observation(&serde_json::to_value(&**d).unwrap_or_default())),
-        restores: stores
-            .restores
-            .state()
-            .iter()
-            .map(|r| restore_observation(&serde_json::to_value(&**r).unwrap_or_default()))
-            .collect(),
+        debug_mode: stores.debug_modes.state().iter().find_map(|d| debug_mode_observation(d)),
+        restores: stores.restores.state().iter().map(|r| restore_observation(r)).collect(),
     };
     Ok(snapshot.observe(&context.digester))
 }
