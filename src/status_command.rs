@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use blueprint_machine::api::{Blueprint, Component, Dogu};
 
-use crate::observe::decoded::{Decoded, Lenient};
+use crate::observe::decoded::Decoded;
 use crate::progress::{self, Changes, EventLine, Phase};
 
 /// How many of the Blueprint's events the view shows.
@@ -90,8 +90,10 @@ pub async fn run(args: StatusArgs, out: &mut impl Write) -> Result<u8, StatusErr
         Some(Decoded::Object(blueprint)) => std::sync::Arc::unwrap_or_clone(blueprint),
         Some(Decoded::Undecodable(_)) | None => return Err(StatusError::NotFound { name, namespace }),
     };
-    let dogus = list::<Dogu>(&client, &namespace).await.map_err(read("Dogu"))?;
-    let components = list::<Component>(&client, &namespace).await.map_err(read("Component"))?;
+    let all = ListParams::default();
+    let (dogus, _) = crate::kubeconfig::list::<Dogu>(&client, &namespace, &all).await.map_err(read("Dogu"))?;
+    let (components, _) =
+        crate::kubeconfig::list::<Component>(&client, &namespace, &all).await.map_err(read("Component"))?;
     let events = Api::<Event>::namespaced(client.clone(), &namespace)
         .list(&ListParams::default())
         .await
@@ -136,18 +138,6 @@ async fn only_blueprint(client: &kube::Client, namespace: &str) -> Result<String
         1 => Ok(names.remove(0)),
         count => Err(StatusError::Several { count, namespace: namespace.to_owned(), names: names.join(", ") }),
     }
-}
-
-async fn list<K>(client: &kube::Client, namespace: &str) -> Result<Vec<K>, kube::Error>
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + serde::de::DeserializeOwned
-        + Lenient
-        + Clone
-        + std::fmt::Debug,
-{
-    let listed = Api::<Decoded<K>>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?;
-    Ok(listed.items.into_iter().filter_map(|d| d.object().map(|o| (**o).clone())).collect())
 }
 
 /// The events about Blueprint `name`, oldest first.

@@ -90,7 +90,7 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
     Ok(objects)
 }
 
-/// One LIST, decoded object by object as the controller's caches do.
+/// One LIST of `what`; the objects that do not fit their type are kept in `undecodable`.
 async fn list<K>(
     client: &kube::Client,
     namespace: &str,
@@ -105,15 +105,9 @@ where
         + Clone
         + std::fmt::Debug,
 {
-    let api = Api::<Decoded<K>>::namespaced(client.clone(), namespace);
-    let listed =
-        api.list(params).await.map_err(|source| LiveError::Read { what, namespace: namespace.to_owned(), source })?;
-    let mut objects = Vec::with_capacity(listed.items.len());
-    for item in listed.items {
-        match item {
-            Decoded::Object(object) => objects.push(Arc::unwrap_or_clone(object)),
-            Decoded::Undecodable(problem) => undecodable.push((what, problem)),
-        }
-    }
+    let (objects, unfit) = crate::kubeconfig::list::<K>(client, namespace, params)
+        .await
+        .map_err(|source| LiveError::Read { what, namespace: namespace.to_owned(), source })?;
+    undecodable.extend(unfit.into_iter().map(|problem| (what, problem)));
     Ok(objects)
 }
