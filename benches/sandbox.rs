@@ -122,6 +122,8 @@ async fn measure(case: &Case) -> Row {
             .env("KUBECONFIG", &kubeconfig)
             .env("NAMESPACE", &namespace)
             .env("LEADER_ELECT", "false")
+            // The operator alone (the emulator keeps no CRDs for a conversion webhook).
+            .env("WEBHOOK_ENABLED", "false")
             .env("DEBOUNCE_WINDOW", DEBOUNCE)
             .env("LOG_LEVEL", std::env::var("SANDBOX_BENCH_LOG_LEVEL").unwrap_or_else(|_| "warn".into()))
             .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{metrics_port}"))

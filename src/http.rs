@@ -1,5 +1,6 @@
-//! The operations endpoints: `/healthz` (the process serves), `/readyz` (the caches are synced) and
-//! `/metrics` (Prometheus text format).
+//! The operations endpoints: `/healthz` (the process serves), `/readyz` (every [`Readiness`] check
+//! passes: the conversion webhook serves, the leader's caches are synced) and `/metrics` (Prometheus
+//! text format).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,22 +13,50 @@ use axum::routing::get;
 
 use crate::metrics::Metrics;
 
+/// What `/readyz` checks: named conditions, all of which must hold. Its 503 names those that do not.
+#[derive(Clone, Default)]
+pub struct Readiness {
+    checks: Vec<(&'static str, Check)>,
+}
+
+type Check = Arc<dyn Fn() -> bool + Send + Sync>;
+
+impl Readiness {
+    /// Ready when `check` holds too; `name` says what is missing when it does not.
+    pub fn with(mut self, name: &'static str, check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.checks.push((name, Arc::new(check)));
+        self
+    }
+
+    /// The names of the checks that do not hold (none: ready).
+    pub fn missing(&self) -> Vec<&'static str> {
+        self.checks.iter().filter(|(_, check)| !check()).map(|(name, _)| *name).collect()
+    }
+}
+
+/// A flag as a readiness check.
+pub fn flag(flag: &Arc<AtomicBool>) -> impl Fn() -> bool + Send + Sync + 'static {
+    let flag = flag.clone();
+    move || flag.load(Ordering::Relaxed)
+}
+
 #[derive(Clone)]
 struct State {
-    ready: Arc<AtomicBool>,
+    ready: Readiness,
     metrics: Arc<Metrics>,
 }
 
-pub fn router(ready: Arc<AtomicBool>, metrics: Arc<Metrics>) -> Router {
+pub fn router(ready: Readiness, metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
             "/readyz",
             get(|axum::extract::State(state): axum::extract::State<State>| async move {
-                if state.ready.load(Ordering::Relaxed) {
-                    (StatusCode::OK, "ready").into_response()
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+                match state.ready.missing().as_slice() {
+                    [] => (StatusCode::OK, "ready".to_owned()).into_response(),
+                    missing => {
+                        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}", missing.join(", "))).into_response()
+                    }
                 }
             }),
         )
@@ -47,4 +76,21 @@ pub fn router(ready: Arc<AtomicBool>, metrics: Arc<Metrics>) -> Router {
 pub async fn serve(address: SocketAddr, router: Router) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     axum::serve(listener, router).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_when_every_check_holds_and_the_missing_ones_are_named() {
+        let (caches, webhook) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let ready = Readiness::default().with("webhook serving", flag(&webhook)).with("caches synced", flag(&caches));
+        assert_eq!(ready.missing(), ["webhook serving", "caches synced"]);
+        webhook.store(true, Ordering::Relaxed);
+        assert_eq!(ready.missing(), ["caches synced"]);
+        caches.store(true, Ordering::Relaxed);
+        assert!(ready.missing().is_empty());
+        assert!(Readiness::default().missing().is_empty());
+    }
 }

@@ -1,7 +1,7 @@
 //! `blueprint-operator run`: the in-cluster operator.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kube::client::ClientBuilder;
@@ -17,6 +17,7 @@ use crate::files::FileError;
 use crate::journal::{JournalSettings, JournalWriter};
 use crate::leader::{self, Leadership, LeaseTiming, WriteGuard};
 use crate::metrics::Metrics;
+use crate::webhook::{self, WebhookError};
 use crate::{http, telemetry};
 
 /// A client whose every request is counted by verb in the metrics.
@@ -83,6 +84,8 @@ pub enum RunError {
     Client(#[source] kube::Error),
     #[error("cannot listen on {address}: {source}")]
     Listen { address: std::net::SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
     #[error("cannot open the journal {path}: {source}")]
     Journal { path: String, source: std::io::Error },
     #[error("lost the leader lease; stopping so that only the leader writes")]
@@ -113,8 +116,27 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     let config = kube::Config::infer().await?;
     let client = client(config.clone(), metrics.clone()).map_err(RunError::Client)?;
 
+    // The conversion webhook serves on every replica, from the start: the API server needs it for every
+    // v2 read, whoever leads (and the operator's own reads and writes are v3: it needs none).
+    let webhook = match &settings.webhook {
+        Some(webhook) => Some(webhook::start(webhook, client.clone(), &settings.namespace).await?),
+        None => {
+            tracing::info!("WEBHOOK_ENABLED=false: the conversion webhook is not served (v2 clients get errors)");
+            None
+        }
+    };
+    // Ready: the webhook has a certificate to serve, and the caches are synced; a standby, which waits
+    // for the Lease and has no caches, is ready with its webhook (the webhook Service sends to ready
+    // replicas only, and a rollout waits for new replicas, which start as standbys, to be ready).
     let ready = Arc::new(AtomicBool::new(false));
-    let router = http::router(ready.clone(), metrics.clone());
+    let standby = Arc::new(AtomicBool::new(settings.leader_election));
+    let mut readiness = http::Readiness::default();
+    if let Some(certificate) = webhook {
+        readiness = readiness.with("webhook has no certificate yet", move || certificate.is_set());
+    }
+    let (synced, waiting) = (http::flag(&ready), http::flag(&standby));
+    let readiness = readiness.with("caches not synced", move || synced() || waiting());
+    let router = http::router(readiness, metrics.clone());
     let mut addresses = vec![settings.health_address];
     if settings.metrics_address != settings.health_address {
         addresses.push(settings.metrics_address);
@@ -171,6 +193,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
         }
     }
     metrics.leader.set(1);
+    standby.store(false, Ordering::Relaxed);
     let guarded = guarded_client(config, metrics.clone(), leadership.guard()).map_err(RunError::Client)?;
     let lost = leadership.lost();
     let (stop_sender, stop_receiver) = tokio::sync::oneshot::channel::<bool>();

@@ -14,3 +14,4 @@ mod sandbox;
 mod sandbox_cli;
 mod shell;
 mod support;
+mod webhook;

@@ -539,6 +539,8 @@ fn replica(sandbox: &Sandbox, kubeconfig: &std::path::Path, identity: &str) -> R
         .env("NAMESPACE", &sandbox.namespace)
         .env("POD_NAME", identity)
         .env("LEADER_ELECT", "true")
+        // The emulator keeps no CRDs and serves no certificates' Secrets: no conversion webhook.
+        .env("WEBHOOK_ENABLED", "false")
         .env("DEBOUNCE_WINDOW", "50ms")
         .env("LOG_LEVEL", "warn")
         .env("METRICS_BIND_ADDRESS", metrics.to_string())

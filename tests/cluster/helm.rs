@@ -106,6 +106,9 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
             .env("KUBECONFIG", &kubeconfig)
             .env("NAMESPACE", &namespace)
             .env("POD_NAME", "k8s-blueprint-operator-0")
+            // Not the chart's webhook: it would write its CA into the shared control plane's Blueprint
+            // CRD (the chart's ClusterRole allows it). tests/cluster/webhook.rs proves that part.
+            .env("WEBHOOK_ENABLED", "false")
             .env("LOG_LEVEL", "warn")
             .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
             .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))

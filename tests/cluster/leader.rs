@@ -69,6 +69,9 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
                 .env("NAMESPACE", namespace)
                 .env("POD_NAME", identity)
                 .env("LEADER_ELECT", "true")
+                // The webhook would keep its certificate's CA in the shared control plane's Blueprint
+                // CRD (tests/cluster/webhook.rs proves it with a CRD of its own).
+                .env("WEBHOOK_ENABLED", "false")
                 .env("DEBOUNCE_WINDOW", "50ms")
                 .env("LOG_LEVEL", level)
                 .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))

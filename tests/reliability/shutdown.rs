@@ -53,6 +53,7 @@ fn run_ends_on_sigterm_while_the_api_server_cannot_be_reached() {
         .env("KUBECONFIG", &kubeconfig)
         .env("NAMESPACE", "ecosystem")
         .env("LEADER_ELECT", "false")
+        .env("WEBHOOK_ENABLED", "false")
         .env("METRICS_BIND_ADDRESS", "127.0.0.1:0")
         .env("HEALTH_PROBE_BIND_ADDRESS", "127.0.0.1:0")
         .stdout(Stdio::piped())

@@ -1,0 +1,149 @@
+//! The CA the API server trusts when it calls the webhook: the `caBundle` of the CRD's conversion
+//! webhook (self-managed mode; with cert-manager its CA injector writes it). Written only when it
+//! differs (one merge patch, conditional on the `resourceVersion` read), so a replica that starts with
+//! everything in place writes nothing.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Map, Value};
+
+/// The operator's CRD.
+pub const BLUEPRINT_CRD: &str = "blueprints.k8s.cloudogu.com";
+/// Where a CRD's conversion webhook keeps its CA (a JSON pointer).
+pub const CONVERSION_CA_BUNDLE: &str = "/spec/conversion/webhook/clientConfig/caBundle";
+
+/// Which CRD's `caBundle` holds the webhook's CA, and where in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaBundleTarget {
+    /// The CRD's name (`blueprints.k8s.cloudogu.com`; the tests use one of their own).
+    pub crd: String,
+    /// A JSON pointer to the `caBundle` ([`CONVERSION_CA_BUNDLE`]).
+    pub pointer: String,
+}
+
+impl CaBundleTarget {
+    /// The conversion webhook's `caBundle` of the CRD `crd`.
+    pub fn conversion_of(crd: &str) -> Self {
+        CaBundleTarget { crd: crd.to_owned(), pointer: CONVERSION_CA_BUNDLE.to_owned() }
+    }
+}
+
+/// What writing `ca_pem` into a CRD takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BundleChange {
+    /// The CRD has no object where the `caBundle` would be (no webhook conversion): nothing to write.
+    NoWebhook,
+    /// It holds `ca_pem` already.
+    Current,
+    /// This merge patch (conditional on the CRD's `resourceVersion`).
+    Patch(Value),
+}
+
+/// Whether `crd` (as JSON) holds `ca_pem` at `pointer`, and the patch that would put it there.
+pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
+    use base64::Engine;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let path: Vec<String> = pointer.split('/').skip(1).map(|part| part.replace("~1", "/").replace("~0", "~")).collect();
+    let Some((field, parents)) = path.split_last() else { return BundleChange::NoWebhook };
+    let parent = parents.iter().try_fold(crd, |value, part| value.get(part));
+    let Some(parent) = parent.filter(|p| p.is_object()) else { return BundleChange::NoWebhook };
+    let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
+    if held.as_deref() == Some(ca_pem.as_bytes()) {
+        return BundleChange::Current;
+    }
+    let mut patch = Value::String(base64.encode(ca_pem));
+    for part in path.iter().rev() {
+        patch = Value::Object(Map::from_iter([(part.clone(), patch)]));
+    }
+    if let Some(version) = crd.pointer("/metadata/resourceVersion") {
+        patch["metadata"] = serde_json::json!({"resourceVersion": version});
+    }
+    BundleChange::Patch(patch)
+}
+
+/// What [`inject`] found and did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// The CRD held the CA already: nothing written.
+    Current,
+    /// The CA was written.
+    Patched,
+    /// The CRD has no webhook conversion: nothing written.
+    NoWebhook,
+    /// There is no such CRD: nothing written.
+    NoCrd,
+}
+
+/// How often a patch that met another writer (409) is decided again on a fresh read.
+const ATTEMPTS: usize = 5;
+
+/// Makes `target`'s `caBundle` hold `ca_pem`: a read, and a patch only if it differs.
+pub async fn inject(
+    crds: &Api<CustomResourceDefinition>,
+    target: &CaBundleTarget,
+    ca_pem: &str,
+) -> Result<Injected, kube::Error> {
+    let mut attempt = 0;
+    loop {
+        let Some(crd) = crds.get_opt(&target.crd).await? else {
+            tracing::warn!(crd = %target.crd, "the CRD does not exist: no caBundle to keep");
+            return Ok(Injected::NoCrd);
+        };
+        let crd = serde_json::to_value(crd).map_err(kube::Error::SerdeError)?;
+        let patch = match bundle_change(&crd, &target.pointer, ca_pem) {
+            BundleChange::Current => return Ok(Injected::Current),
+            BundleChange::NoWebhook => {
+                tracing::info!(crd = %target.crd, path = %target.pointer, "the CRD has no webhook conversion: its caBundle is left alone");
+                return Ok(Injected::NoWebhook);
+            }
+            BundleChange::Patch(patch) => patch,
+        };
+        match crds.patch(&target.crd, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => {
+                tracing::info!(crd = %target.crd, "the webhook's CA written into the CRD's caBundle");
+                return Ok(Injected::Patched);
+            }
+            Err(kube::Error::Api(status)) if status.is_conflict() && attempt + 1 < ATTEMPTS => attempt += 1,
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn crd(client_config: Value) -> Value {
+        json!({"metadata": {"name": "blueprints.k8s.cloudogu.com", "resourceVersion": "41"},
+               "spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": client_config}}}})
+    }
+
+    #[test]
+    fn the_bundle_is_patched_only_when_it_differs() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let change = bundle_change(&crd(json!({"service": {"name": "s"}})), CONVERSION_CA_BUNDLE, pem);
+        let expected = json!({"metadata": {"resourceVersion": "41"},
+            "spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="}}}}});
+        assert_eq!(change, BundleChange::Patch(expected.clone()));
+        let held = crd(expected["spec"]["conversion"]["webhook"]["clientConfig"].clone());
+        assert_eq!(bundle_change(&held, CONVERSION_CA_BUNDLE, pem), BundleChange::Current);
+        assert!(matches!(bundle_change(&held, CONVERSION_CA_BUNDLE, "another"), BundleChange::Patch(_)));
+        // Not base64 (a hand edit): replaced.
+        assert!(matches!(
+            bundle_change(&crd(json!({"caBundle": "%%%"})), CONVERSION_CA_BUNDLE, pem),
+            BundleChange::Patch(_)
+        ));
+    }
+
+    #[test]
+    fn a_crd_without_webhook_conversion_is_left_alone() {
+        let none = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
+        assert_eq!(bundle_change(&none, CONVERSION_CA_BUNDLE, "ca"), BundleChange::NoWebhook);
+        assert_eq!(bundle_change(&json!({"spec": {}}), CONVERSION_CA_BUNDLE, "ca"), BundleChange::NoWebhook);
+        assert_eq!(bundle_change(&crd(json!("text")), CONVERSION_CA_BUNDLE, "ca"), BundleChange::NoWebhook);
+        assert_eq!(bundle_change(&crd(json!({})), "", "ca"), BundleChange::NoWebhook);
+    }
+}
