@@ -74,7 +74,8 @@ fn environment(deployment: &Value) -> (BTreeMap<String, String>, Vec<String>) {
 fn the_chart_lints_strictly_with_every_switch() {
     for set in [
         "",
-        "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true,doguRegistry.certificate.secret=ca,manager.networkPolicies.enabled=false,podDisruptionBudget.enabled=false",
+        "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true,doguRegistry.certificate.secret=ca,manager.networkPolicies.enabled=false,podDisruptionBudget.enabled=false,webhook.certManager.enabled=true",
+        "webhook.enabled=false",
     ] {
         let mut command = Command::new(helm());
         command.args(["lint", "--strict"]).arg(repository("charts/blueprint-operator"));
@@ -92,6 +93,8 @@ fn the_chart_renders_what_the_operator_needs() {
     assert_eq!(
         kinds(&objects),
         [
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
             "NetworkPolicy",
@@ -99,17 +102,28 @@ fn the_chart_renders_what_the_operator_needs() {
             "Role",
             "RoleBinding",
             "Service",
+            "Service",
             "ServiceAccount"
         ]
     );
 
-    // The RBAC of deploy/rbac.yaml, rule for rule (least privilege, proven by tests/cluster/rbac.rs).
+    // The RBAC of deploy/rbac.yaml, rule for rule (least privilege, proven by tests/cluster/rbac.rs and,
+    // the webhook's, by tests/cluster/webhook.rs).
     let deploy: Vec<Value> =
         serde_saphyr::from_multiple(&std::fs::read_to_string(repository("deploy/rbac.yaml")).unwrap()).unwrap();
-    let deploy_role = deploy.iter().find(|d| d["kind"] == "Role").unwrap();
-    assert_eq!(find(&objects, "Role", "k8s-blueprint-operator")["rules"], deploy_role["rules"]);
+    for (kind, name) in [("Role", "k8s-blueprint-operator"), ("ClusterRole", "k8s-blueprint-operator-webhook")] {
+        let deployed = deploy.iter().find(|d| d["kind"] == kind).unwrap();
+        assert_eq!(deployed["metadata"]["name"], name);
+        assert_eq!(find(&objects, kind, name)["rules"], deployed["rules"], "{kind} {name}");
+    }
     let binding = find(&objects, "RoleBinding", "k8s-blueprint-operator");
     assert_eq!(binding["subjects"][0]["name"], "k8s-blueprint-operator");
+    let binding = find(&objects, "ClusterRoleBinding", "k8s-blueprint-operator-webhook");
+    assert_eq!(
+        binding["subjects"][0],
+        serde_json::json!({"kind": "ServiceAccount", "name": "k8s-blueprint-operator", "namespace": "ecosystem"})
+    );
+    assert_eq!(binding["roleRef"]["name"], "k8s-blueprint-operator-webhook");
 
     // Every variable the chart sets is one the operator reads, and the operator accepts the values.
     let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
@@ -244,12 +258,14 @@ fn the_kustomize_manifests_match_the_chart() {
     let chart = render(&[]);
     for (kind, name) in [
         ("Role", "k8s-blueprint-operator"),
+        ("ClusterRole", "k8s-blueprint-operator-webhook"),
         ("PodDisruptionBudget", "k8s-blueprint-operator"),
         ("Service", "k8s-blueprint-operator-metrics"),
+        ("Service", "blueprint-operator-webhook"),
     ] {
         let (ours, charted) = (find(&deploy, kind, name), find(&chart, kind, name));
         let body = |o: &Value| match kind {
-            "Role" => o["rules"].clone(),
+            "Role" | "ClusterRole" => o["rules"].clone(),
             "Service" => o["spec"]["ports"].clone(),
             _ => o["spec"]["maxUnavailable"].clone(),
         };
@@ -259,15 +275,111 @@ fn the_kustomize_manifests_match_the_chart() {
     assert_eq!(
         kinds(&deploy),
         [
+            "ClusterRole",
+            "ClusterRoleBinding",
             "CustomResourceDefinition",
             "Deployment",
             "PodDisruptionBudget",
             "Role",
             "RoleBinding",
             "Service",
+            "Service",
             "ServiceAccount"
         ]
     );
+    // The same webhook settings: port, Service, Secret.
+    let settings = |objects: &[Value]| {
+        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator"));
+        blueprint_operator::config::Settings::from_lookup(|name| match name {
+            "NAMESPACE" => Some("ecosystem".into()),
+            other => literal.get(other).cloned(),
+        })
+        .unwrap()
+        .webhook
+    };
+    assert_eq!(settings(&deploy), settings(&chart));
+}
+
+/// The conversion webhook as the chart and deploy/ set it up: the Service reaches the port the operator
+/// listens on, the Role's rule names the Secret the operator keeps, the NetworkPolicy lets the API
+/// server in; with cert-manager, the Certificate's Secret is mounted where the operator reads it, for
+/// the names the operator's own certificate would have; switched off, nothing of it is installed.
+#[test]
+fn the_webhook_is_wired_in_every_mode() {
+    use blueprint_operator::webhook::CertificateSource;
+    use blueprint_operator::webhook::certificates::ServingNames;
+
+    let settings = |objects: &[Value]| {
+        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator"));
+        blueprint_operator::config::Settings::from_lookup(|name| match name {
+            "NAMESPACE" => Some("ecosystem".into()),
+            other => literal.get(other).cloned(),
+        })
+        .expect("the operator accepts the chart's settings")
+        .webhook
+    };
+    let ports = |objects: &[Value]| {
+        let deployment = find(objects, "Deployment", "k8s-blueprint-operator");
+        deployment["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap().clone()
+    };
+
+    // Self-managed (the default).
+    let objects = render(&[]);
+    let webhook = settings(&objects).expect("on by default");
+    let service = find(&objects, "Service", "blueprint-operator-webhook");
+    assert_eq!(service["spec"]["ports"][0]["port"], 443);
+    let target = ports(&objects).into_iter().find(|p| p["name"] == service["spec"]["ports"][0]["targetPort"]).unwrap();
+    assert_eq!(target["containerPort"], webhook.address.port());
+    let CertificateSource::SelfManaged { secret, service: service_name, extra_names } = &webhook.certificate else {
+        panic!("{webhook:?}")
+    };
+    assert_eq!(service_name, "blueprint-operator-webhook");
+    assert!(extra_names.is_empty());
+    let role = find(&objects, "Role", "k8s-blueprint-operator");
+    let named = role["rules"].as_array().unwrap().iter().find(|r| r.get("resourceNames").is_some()).unwrap();
+    assert_eq!(named["resourceNames"], serde_json::json!([secret]));
+    let policy = find(&objects, "NetworkPolicy", "k8s-blueprint-operator");
+    let allowed: Vec<&Value> = policy["spec"]["ingress"].as_array().unwrap().iter().collect();
+    let webhook_rule = allowed.iter().find(|rule| rule["ports"][0]["port"] == "webhook").expect("the webhook's port");
+    assert!(webhook_rule.get("from").is_none(), "from anywhere: {webhook_rule}");
+
+    // cert-manager: its Secret mounted, no Secret or CRD of the operator's own.
+    let objects = render(&["webhook.certManager.enabled=true"]);
+    let webhook = settings(&objects).unwrap();
+    let certificate = find(&objects, "Certificate", "blueprint-operator-webhook");
+    let pod = &find(&objects, "Deployment", "k8s-blueprint-operator")["spec"]["template"]["spec"];
+    let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "webhook-certs").unwrap();
+    assert_eq!(volume["secret"]["secretName"], certificate["spec"]["secretName"]);
+    let mount = pod["containers"][0]["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "webhook-certs");
+    assert_eq!(webhook.certificate, CertificateSource::Files(mount.unwrap()["mountPath"].as_str().unwrap().into()));
+    let names: Vec<String> =
+        ServingNames::new("blueprint-operator-webhook", "ecosystem", &[]).all().map(ToString::to_string).collect();
+    assert_eq!(certificate["spec"]["dnsNames"], serde_json::json!(names));
+    assert_eq!(
+        certificate["spec"]["issuerRef"]["name"],
+        find(&objects, "Issuer", "blueprint-operator-webhook-selfsigned")["metadata"]["name"]
+    );
+    assert!(objects.iter().all(|o| o["kind"] != "ClusterRole"), "the CA injector writes the caBundle");
+    let role = find(&objects, "Role", "k8s-blueprint-operator");
+    assert!(role["rules"].as_array().unwrap().iter().all(|r| r.get("resourceNames").is_none()), "no Secret of its own");
+    // An issuer of the platform's instead of the chart's.
+    let objects = render(&[
+        "webhook.certManager.enabled=true",
+        "webhook.certManager.issuerRef.name=platform-ca",
+        "webhook.certManager.issuerRef.kind=ClusterIssuer",
+    ]);
+    let certificate = find(&objects, "Certificate", "blueprint-operator-webhook");
+    assert_eq!(certificate["spec"]["issuerRef"], serde_json::json!({"name": "platform-ca", "kind": "ClusterIssuer"}));
+    assert!(objects.iter().all(|o| o["kind"] != "Issuer"));
+
+    // Off: no Service, no port, no rights for it.
+    let objects = render(&["webhook.enabled=false"]);
+    assert_eq!(settings(&objects), None);
+    assert!(objects.iter().all(|o| o["metadata"]["name"] != "blueprint-operator-webhook"));
+    assert!(objects.iter().all(|o| o["kind"] != "ClusterRole" && o["kind"] != "Certificate"));
+    assert!(ports(&objects).iter().all(|p| p["name"] != "webhook"));
+    let policy = find(&objects, "NetworkPolicy", "k8s-blueprint-operator");
+    assert_eq!(policy["spec"]["ingress"].as_array().unwrap().len(), 1, "the metrics port only");
 }
 
 /// A missing helm fails the chart's tests with the command that builds it, not with a bare "No such

@@ -72,6 +72,9 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
         "service/k8s-blueprint-operator-metrics",
         "poddisruptionbudget/k8s-blueprint-operator",
         "networkpolicy/k8s-blueprint-operator",
+        "service/blueprint-operator-webhook",
+        "clusterrole/k8s-blueprint-operator-webhook",
+        "clusterrolebinding/k8s-blueprint-operator-webhook",
     ] {
         plane.kubectl(&["get", object, "-n", &namespace]).unwrap_or_else(|e| panic!("{object}: {e}"));
     }
@@ -150,5 +153,6 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
     assert_eq!(status["version"], 2, "the second revision");
     helm_in(&namespace, &["uninstall", "bo", "--wait"]);
     assert!(plane.kubectl(&["get", "deployment/k8s-blueprint-operator", "-n", &namespace]).is_err(), "removed");
+    assert!(plane.kubectl(&["get", "clusterrole/k8s-blueprint-operator-webhook"]).is_err(), "removed");
     assert!(plane.kubectl(&["get", "blueprint/blueprint-ces", "-n", &namespace]).is_ok(), "the Blueprint stays");
 }

@@ -14,5 +14,6 @@ mod migration;
 mod rbac;
 mod restore;
 mod status_cli;
+mod webhook;
 
 pub use blueprint_operator::sandbox::control_plane;

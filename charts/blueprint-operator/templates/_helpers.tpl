@@ -16,3 +16,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/name: {{ include "operator.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+
+{{/* The conversion webhook's certificate is the operator's own (not cert-manager's). */}}
+{{- define "webhook.selfManaged" -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) }}true{{ end -}}
+{{- end -}}
+
+{{/* The conversion webhook's certificate is cert-manager's. */}}
+{{- define "webhook.certManager" -}}
+{{- if and .Values.webhook.enabled .Values.webhook.certManager.enabled }}true{{ end -}}
+{{- end -}}
