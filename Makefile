@@ -61,9 +61,10 @@ audit:
 ## crds: regenerate the committed CRD manifests
 crds:
 	$(CARGO) run --quiet -- crd blueprint > crds/blueprint.yaml
+	$(CARGO) run --quiet -- crd blueprint-mask > crds/blueprintmask.yaml
 	$(CARGO) run --quiet -- crd dogu > crds/dogu.yaml
 	$(CARGO) run --quiet -- crd component > crds/component.yaml
-	cp crds/blueprint.yaml charts/blueprint-operator/crds/blueprint.yaml
+	cp crds/blueprint.yaml crds/blueprintmask.yaml charts/blueprint-operator/crds/
 
 ## bench: the benchmarks
 bench:

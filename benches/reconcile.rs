@@ -73,7 +73,7 @@ fn installed(size: Size, version: &str) -> Vec<Dogu> {
 
 fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured: bool) -> Observation {
     let blueprint = blueprint(size, wanted);
-    let descriptors = blueprint_machine::Reading::of(&blueprint)
+    let descriptors = blueprint_machine::Reading::of(&blueprint, &[])
         .wanted_descriptors()
         .into_iter()
         .map(|(name, version)| DescriptorEntry {
@@ -110,6 +110,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         blueprint: Some(Arc::new(blueprint)),
         blueprint_count: 1,
         other_blueprints: Vec::new(),
+        blueprint_masks: Vec::new(),
         undecodable: Vec::new(),
         dogus: installed_dogus.into_iter().map(Arc::new).collect(),
         components: vec![],

@@ -11,7 +11,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
-use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 
 use crate::controller::triggers::Events;
 use crate::observe::decoded::Decoded;
@@ -34,12 +34,14 @@ pub struct Stores {
     pub restores: Store<kube::api::DynamicObject>,
     /// The debug-mode operator's `DebugMode` objects (likewise).
     pub debug_modes: Store<kube::api::DynamicObject>,
+    /// The namespace's `BlueprintMask`s (what a Blueprint's `spec.blueprintMask.crRef` names).
+    pub blueprint_masks: Store<Decoded<BlueprintMaskObject>>,
     /// Which of them have listed their objects.
     pub filled: Filled,
 }
 
 /// How many caches there are: each marks one bit of [`Filled`].
-pub const CACHES: u32 = 9;
+pub const CACHES: u32 = 10;
 
 /// [`Filled`]'s mark once every cache has listed its objects.
 const ALL_FILLED: u32 = (1 << CACHES) - 1;
@@ -160,6 +162,7 @@ mod tests {
             secret_metadata: empty(),
             restores: crate::other_operators::none(crate::other_operators::RESTORE),
             debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
+            blueprint_masks: empty(),
             filled,
         }
     }

@@ -157,11 +157,17 @@ fn the_chart_renders_what_the_operator_needs() {
         assert_eq!(parse(&health["data"]), parse(&example_health["data"]), "{key}");
     }
 
-    // The CRD the chart installs is the committed one (make crds writes both).
-    let chart_crd = std::fs::read_to_string(repository("charts/blueprint-operator/crds/blueprint.yaml")).unwrap();
-    assert_eq!(chart_crd, std::fs::read_to_string(repository("crds/blueprint.yaml")).unwrap());
+    // The CRDs the chart installs are the committed ones (make crds writes both).
+    for file in ["blueprint.yaml", "blueprintmask.yaml"] {
+        let chart_crd = std::fs::read_to_string(repository(&format!("charts/blueprint-operator/crds/{file}"))).unwrap();
+        assert_eq!(chart_crd, std::fs::read_to_string(repository(&format!("crds/{file}"))).unwrap(), "{file}");
+    }
     let crds: Vec<_> = std::fs::read_dir(repository("charts/blueprint-operator/crds")).unwrap().collect();
-    assert_eq!(crds.len(), 1, "only the Blueprint CRD: the Dogu and Component CRDs come with their operators");
+    assert_eq!(
+        crds.len(),
+        2,
+        "the Blueprint and BlueprintMask CRDs: the Dogu and Component CRDs come with their operators"
+    );
     let chart = yaml_file(&repository("charts/blueprint-operator/Chart.yaml"));
     assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
 }
@@ -277,6 +283,7 @@ fn the_kustomize_manifests_match_the_chart() {
         [
             "ClusterRole",
             "ClusterRoleBinding",
+            "CustomResourceDefinition",
             "CustomResourceDefinition",
             "Deployment",
             "PodDisruptionBudget",

@@ -13,7 +13,7 @@ pub fn repository(path: &str) -> std::path::PathBuf {
 
 #[test]
 fn committed_crds_match_the_generated_ones() {
-    for which in [Which::Blueprint, Which::Dogu, Which::Component] {
+    for which in [Which::Blueprint, Which::BlueprintMask, Which::Dogu, Which::Component] {
         let file = repository(&format!("crds/{}.yaml", crd::name(which)));
         let committed = std::fs::read_to_string(&file).unwrap();
         assert!(
@@ -39,10 +39,26 @@ fn the_blueprint_crd_has_upstreams_identity() {
     let labels = crd.metadata.labels.unwrap();
     assert_eq!(labels["app"], "ces");
     assert_eq!(labels["app.kubernetes.io/name"], "k8s-blueprint-lib");
-    let [version] = crd.spec.versions.as_slice() else { panic!("one version") };
-    assert_eq!(version.name, "v2");
-    assert!(version.served && version.storage);
+    let [v2, v3] = crd.spec.versions.as_slice() else { panic!("two versions") };
+    assert_eq!((v2.name.as_str(), v2.served, v2.storage), ("v2", true, false));
+    assert_eq!((v3.name.as_str(), v3.served, v3.storage), ("v3", true, true), "v3 is stored (docs/api-versions.md)");
+    let conversion = crd.spec.conversion.as_ref().unwrap();
+    assert_eq!(conversion.strategy, "Webhook");
+    let webhook = conversion.webhook.as_ref().unwrap();
+    assert_eq!(webhook.conversion_review_versions, ["v1"]);
+    let service = webhook.client_config.as_ref().unwrap().service.as_ref().unwrap();
+    assert_eq!(
+        (service.name.as_str(), service.namespace.as_str(), service.path.as_deref(), service.port),
+        ("blueprint-operator-webhook", "ecosystem", Some("/convert"), Some(443))
+    );
+    assert_eq!(v2.additional_printer_columns, v3.additional_printer_columns);
+    let schema_of = |version: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
+        serde_json::to_value(version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap()).unwrap()
+    };
+    assert_eq!(schema_of(v2)["properties"]["status"], schema_of(v3)["properties"]["status"], "one status");
+    let version = v2;
     assert!(version.subresources.as_ref().unwrap().status.is_some());
+    assert!(v3.subresources.as_ref().unwrap().status.is_some());
     let columns: Vec<(&str, &str, &str)> = version
         .additional_printer_columns
         .iter()
@@ -72,8 +88,9 @@ fn the_blueprint_crd_has_upstreams_identity() {
     );
 }
 
-/// The Blueprint CRD's OpenAPI schema as JSON Schema: `nullable` becomes a `null` type.
-fn blueprint_json_schema() -> Value {
+/// The Blueprint CRD's OpenAPI schema of `version` (`v2` or `v3`) as JSON Schema: `nullable` becomes a
+/// `null` type (CEL rules are not JSON Schema: the real-API-server tests check them).
+fn blueprint_json_schema(version: &str) -> Value {
     fn convert(node: Value) -> Value {
         match node {
             Value::Object(map) => {
@@ -90,7 +107,8 @@ fn blueprint_json_schema() -> Value {
         }
     }
     let crd = blueprint_crd();
-    let schema = crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
+    let version = crd.spec.versions.iter().find(|v| v.name == version).unwrap();
+    let schema = version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
     convert(serde_json::to_value(schema).unwrap())
 }
 
@@ -132,10 +150,15 @@ pub fn yaml_file(path: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Checks that our CRD accepts `document` without pruning anything, and that our types read it and
-/// write it back unchanged.
+/// Checks that our CRD accepts `document` (of its version) without pruning anything, and that our
+/// types read it (converted to v3, as the API server stores it) and write it back unchanged.
 fn assert_accepted(file: &Path, document: &Value) {
-    let schema = blueprint_json_schema();
+    use blueprint_machine::conversion::{ApiVersion, convert};
+
+    let api_version = document["apiVersion"].as_str().unwrap_or_default();
+    let (_, version) =
+        ApiVersion::parse(api_version).unwrap_or_else(|| panic!("{}: no Blueprint apiVersion", file.display()));
+    let schema = blueprint_json_schema(version.as_str());
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> =
         validator.iter_errors(document).map(|e| format!("{e} at {}", e.instance_path())).collect();
@@ -149,9 +172,9 @@ fn assert_accepted(file: &Path, document: &Value) {
     pruned_fields(&schema, &body, "", &mut pruned);
     assert!(pruned.is_empty(), "{}: fields our schema would prune: {pruned:?}", file.display());
 
-    let typed: Blueprint =
-        serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let mut written = serde_json::to_value(&typed).unwrap();
+    let stored = convert(document, ApiVersion::V3).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let typed: Blueprint = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut written = convert(&serde_json::to_value(&typed).unwrap(), version).unwrap();
     let mut original = document.clone();
     for value in [&mut written, &mut original] {
         value.as_object_mut().unwrap().remove("metadata");
@@ -176,6 +199,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             blueprint: Some(std::sync::Arc::new(blueprint)),
             blueprint_count: 1,
             other_blueprints: Vec::new(),
+            blueprint_masks: Vec::new(),
             undecodable: Vec::new(),
             dogus: vec![],
             components: vec![],
@@ -215,7 +239,7 @@ fn every_example_blueprint_is_accepted() {
 #[test]
 fn unknown_fields_are_what_the_schema_check_catches() {
     // The pruning check itself must be able to fail.
-    let schema = blueprint_json_schema();
+    let schema = blueprint_json_schema("v2");
     let mut pruned = Vec::new();
     pruned_fields(
         &schema,

@@ -357,10 +357,11 @@ fn a_version_the_registry_does_not_have_is_an_error_with_the_reason() {
     assert!(stdout(&output).contains("Blocked (Valid False)"), "the plan is still printed: {}", stdout(&output));
 }
 
-/// `plan` reads v3 Blueprints (in their v2 form, which this operator reconciles): the upgrade example
-/// in v3 plans exactly as in v2; v3 fields it does not apply yet are named in a warning.
+/// `plan` reads both versions (the operator reads v3; a v2 file is converted as the API server would):
+/// the upgrade example in v3 plans exactly as in v2. A v3 field this operator does not apply yet makes
+/// the blueprint invalid, with a message naming it, rather than being ignored.
 #[test]
-fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_named() {
+fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_refused_by_name() {
     use blueprint_machine::conversion::{ApiVersion, convert};
     let dir = tempfile::tempdir().unwrap();
     let v2: Value =
@@ -372,24 +373,19 @@ fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_named() {
     let as_v3 = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
     assert_eq!(as_v3.status.code(), as_v2.status.code());
     assert_eq!(stdout(&as_v3), stdout(&as_v2));
-    assert_eq!(stderr(&as_v3), "", "nothing v3-only, nothing to warn about");
+    assert_eq!(stderr(&as_v3), "");
 
     v3["spec"]["blueprint"]["config"]["global"][0] =
         json!({"key": "fqdn", "configRef": {"name": "settings", "key": "fqdn"}});
     std::fs::write(&file, v3.to_string()).unwrap();
     let with_reference = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
-    let warning = stderr(&with_reference);
-    assert!(
-        warning.starts_with("warning: the blueprint's v3 fields are not applied by this version of the operator yet: ")
-            && warning.contains(r#""configRef":{"key":"fqdn","name":"settings"}"#),
-        "{warning}"
-    );
-    // Its v2 form has an entry without a value: this operator cannot apply it yet, and says so.
     assert_eq!(with_reference.status.code(), Some(1));
+    let message = stderr(&with_reference);
     assert!(
-        warning.contains("error: the blueprint is invalid: ")
-            && warning.contains("config entry \"fqdn\" needs a value"),
-        "{warning}"
+        message.starts_with("error: the blueprint is invalid: ")
+            && message.contains("blueprint uses what this operator does not apply yet")
+            && message.contains(r#"configRef of global config key "fqdn""#),
+        "{message}"
     );
 }
 

@@ -20,6 +20,9 @@ pub mod reason {
     pub const VALID: &str = "Valid";
     pub const INVALID: &str = "Invalid";
     pub const INCONSISTENT: &str = "Inconsistent";
+    /// `Valid=False`: `spec.blueprintMask.crRef` names a `BlueprintMask` that does not exist (upstream
+    /// only logs it and retries every 10 s; the mask's creation triggers the next reconcile here).
+    pub const BLUEPRINT_MASK_NOT_FOUND: &str = "BlueprintMaskNotFound";
     /// Ours: the dogu descriptors needed for validation could not be loaded.
     pub const CANNOT_VALIDATE: &str = "CannotValidate";
     pub const EXECUTABLE: &str = "Executable";

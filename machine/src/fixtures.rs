@@ -44,8 +44,20 @@ pub fn digest(value: &str) -> SecretDigest {
     SecretDigest(format!("{hash:016x}"))
 }
 
-/// A Blueprint whose spec is the given YAML.
+/// A Blueprint whose spec is the given YAML in `v2`'s form (the acceptance cases of upstream's v2
+/// are written so), converted to v3 as the API server would.
 pub fn blueprint(spec_yaml: &str) -> Blueprint {
+    let spec: serde_json::Value = serde_saphyr::from_str(spec_yaml).unwrap_or_else(|e| panic!("test spec: {e}"));
+    let v2 =
+        serde_json::json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Blueprint", "metadata": {}, "spec": spec});
+    let v3 = crate::conversion::convert(&v2, crate::conversion::ApiVersion::V3)
+        .unwrap_or_else(|e| panic!("test spec does not convert: {e}"));
+    let spec: BlueprintSpec = serde_json::from_value(v3["spec"].clone()).unwrap_or_else(|e| panic!("test spec: {e}"));
+    blueprint_of(spec)
+}
+
+/// A Blueprint whose spec is the given YAML in `v3`'s form.
+pub fn blueprint_v3(spec_yaml: &str) -> Blueprint {
     let spec: BlueprintSpec = serde_saphyr::from_str(spec_yaml).unwrap_or_else(|e| panic!("test spec: {e}"));
     blueprint_of(spec)
 }
@@ -138,9 +150,24 @@ pub struct Scenario {
     pub provided_dependencies: std::collections::BTreeSet<crate::observation::ProvidedDependency>,
     pub restores: Vec<crate::observation::RestoreObservation>,
     pub debug_mode: Option<crate::observation::DebugModeObservation>,
+    pub blueprint_masks: Vec<crate::api::BlueprintMaskObject>,
+}
+
+/// A `BlueprintMask` named `name` in `NAMESPACE` with this spec (YAML).
+pub fn blueprint_mask(name: &str, spec_yaml: &str) -> crate::api::BlueprintMaskObject {
+    let spec = serde_saphyr::from_str(spec_yaml).unwrap_or_else(|e| panic!("test mask spec: {e}"));
+    let mut mask = crate::api::BlueprintMaskObject::new(name, spec);
+    mask.metadata.namespace = Some(NAMESPACE.into());
+    mask
 }
 
 impl Scenario {
+    /// A scenario whose Blueprint's spec is the given YAML in `v3`'s form (see [`blueprint_v3`]).
+    pub fn v3(spec_yaml: &str) -> Self {
+        Scenario { blueprint: Some(blueprint_v3(spec_yaml)), ..Scenario::new("{}") }
+    }
+
+    /// A scenario whose Blueprint's spec is the given YAML in `v2`'s form (see [`blueprint`]).
     pub fn new(spec_yaml: &str) -> Self {
         Scenario {
             blueprint: Some(blueprint(spec_yaml)),
@@ -161,6 +188,7 @@ impl Scenario {
             allow_replacement: false,
             provided_dependencies: Default::default(),
             restores: Vec::new(),
+            blueprint_masks: Vec::new(),
             debug_mode: None,
         }
     }
@@ -292,7 +320,13 @@ impl Scenario {
     }
 
     pub fn observe(&self) -> Observation {
-        let wanted = self.blueprint.as_ref().map(|b| crate::Reading::of(b).wanted_descriptors()).unwrap_or_default();
+        let blueprint_masks: Vec<Arc<crate::api::BlueprintMaskObject>> =
+            self.blueprint_masks.iter().cloned().map(Arc::new).collect();
+        let wanted = self
+            .blueprint
+            .as_ref()
+            .map(|b| crate::Reading::of(b, &blueprint_masks).wanted_descriptors())
+            .unwrap_or_default();
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {
@@ -319,6 +353,7 @@ impl Scenario {
             blueprint: self.blueprint.clone().map(Arc::new),
             blueprint_count: self.blueprint_count,
             other_blueprints: self.other_blueprints.clone(),
+            blueprint_masks,
             undecodable: Vec::new(),
             dogus: self.dogus.iter().cloned().map(Arc::new).collect(),
             components: self.components.iter().cloned().map(Arc::new).collect(),

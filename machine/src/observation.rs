@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{Blueprint, Component, Dogu};
+use crate::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use crate::model::DoguDescriptor;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -28,6 +28,9 @@ pub struct Observation {
     /// The names of the other Blueprints of the namespace (to name them when there is more than one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_blueprints: Vec<String>,
+    /// The `BlueprintMask`s of the namespace (what `spec.blueprintMask.crRef` may name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blueprint_masks: Vec<Arc<BlueprintMaskObject>>,
     #[serde(default)]
     pub dogus: Vec<Arc<Dogu>>,
     #[serde(default)]

@@ -3,8 +3,9 @@
 //! reconcile needs it again: one [`Reading`] serves both, so a reconcile parses its Blueprint once.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use crate::api::Blueprint;
+use crate::api::{Blueprint, BlueprintMaskObject};
 use crate::conditions::reason;
 use crate::model::{Flags, ParseFailure, ParsedBlueprint};
 use crate::references;
@@ -31,9 +32,10 @@ pub(crate) struct Invalid {
 }
 
 impl<'b> Reading<'b> {
-    /// Reads `blueprint`: parse → static validation → effective blueprint (the mask applied).
-    pub fn of(blueprint: &'b Blueprint) -> Self {
-        Reading { blueprint, result: read(blueprint) }
+    /// Reads `blueprint`: parse → static validation → effective blueprint (the mask applied). A mask
+    /// reference is resolved among `masks`, the `BlueprintMask`s of the Blueprint's namespace.
+    pub fn of(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Self {
+        Reading { blueprint, result: read(blueprint, masks) }
     }
 
     /// The dogu descriptors a reconcile needs: `(qualified name, version)` of every wanted dogu. Empty
@@ -54,13 +56,25 @@ impl<'b> Reading<'b> {
         }
     }
 
+    /// Every Secret the spec's config entries name, whatever the mask makes of them: what a change of
+    /// a Secret may concern (a superset of [`Reading::referenced_secrets`], which needs the mask).
+    pub fn secrets_named_in(blueprint: &Blueprint) -> BTreeSet<String> {
+        let config = blueprint.blueprint_spec().and_then(|s| s.blueprint.as_ref()).and_then(|b| b.config.as_ref());
+        let Some(config) = config else { return BTreeSet::new() };
+        let dogu_entries = config.dogus.iter().flat_map(|dogus| dogus.values().flatten());
+        dogu_entries
+            .chain(config.global.iter().flatten())
+            .filter_map(|entry| entry.secret_ref.as_ref().map(|r| r.name.clone()))
+            .collect()
+    }
+
     /// Whether this is the reading of `blueprint` (the very object, not an equal one).
     pub(crate) fn is_of(&self, blueprint: &Blueprint) -> bool {
         std::ptr::eq(self.blueprint, blueprint)
     }
 }
 
-fn read(blueprint: &Blueprint) -> Result<Read<'_>, Invalid> {
+fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Result<Read<'b>, Invalid> {
     let name = blueprint.metadata.name.as_deref().unwrap_or_default();
     let invalid = |reason, message: String| Invalid { reason, message };
     if let Some(undecodable) = &blueprint.undecodable_spec {
@@ -69,8 +83,23 @@ fn read(blueprint: &Blueprint) -> Result<Read<'_>, Invalid> {
             format!("could not deserialize blueprint CR \"{name}\": {}", undecodable.problem),
         ));
     }
-    let parsed = match ParsedBlueprint::parse(blueprint.blueprint_spec()) {
+    let parsed = match ParsedBlueprint::parse(blueprint.blueprint_spec(), masks) {
         Ok(parsed) => parsed,
+        Err(ParseFailure::MaskNotFound(mask)) => {
+            let namespace = blueprint.metadata.namespace.as_deref().unwrap_or_default();
+            return Err(invalid(
+                reason::BLUEPRINT_MASK_NOT_FOUND,
+                format!(
+                    "spec.blueprintMask.crRef names the BlueprintMask \"{mask}\", which does not exist in namespace \"{namespace}\": create it, or change the reference"
+                ),
+            ));
+        }
+        Err(ParseFailure::MaskBoth) => {
+            return Err(invalid(
+                reason::INVALID,
+                "spec.blueprintMask has both manifest and crRef: keep one of them".to_owned(),
+            ));
+        }
         Err(ParseFailure::MissingSpec) => {
             return Err(invalid(
                 reason::INVALID,

@@ -21,7 +21,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::naming::selector;
 
 pub use debounce::Debounce;
@@ -123,6 +123,8 @@ pub async fn run_controller(
         Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
     );
+    let (blueprint_masks, mask_changes) =
+        reflect(Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns), watcher::Config::default());
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
@@ -142,6 +144,7 @@ pub async fn run_controller(
     let health_changes = filling.track(health_changes);
     let sensitive_changes = filling.track(sensitive_changes);
     let secret_changes = filling.track(secret_changes);
+    let mask_changes = filling.track(mask_changes);
     let mut track_other = |changes: Option<Events<DynamicObject>>| match changes {
         Some(changes) => filling.track(changes),
         None => {
@@ -162,6 +165,7 @@ pub async fn run_controller(
         secret_metadata,
         restores,
         debug_modes,
+        blueprint_masks,
         filled,
     };
     let local = LocalStore::new(config_maps, Api::namespaced(client.clone(), &namespace), namespace.clone());
@@ -194,6 +198,7 @@ pub async fn run_controller(
         triggers::every_blueprint(health_changes, targets.clone(), triggers::any_config_map),
         triggers::every_blueprint(sensitive_changes, targets.clone(), triggers::any_secret),
         triggers::every_blueprint(restore_changes, targets.clone(), triggers::any_restore),
+        triggers::every_blueprint(mask_changes, targets.clone(), triggers::any_blueprint_mask),
         triggers::every_blueprint(debug_mode_changes, targets.clone(), triggers::any_debug_mode),
         triggers::secret_triggers(secret_changes, targets),
     ]);

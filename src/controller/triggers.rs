@@ -63,7 +63,7 @@ impl Targets {
                 let generation = blueprint.metadata.generation.unwrap_or_default();
                 let entry = references.entry(blueprint.name_any()).or_insert_with(|| (i64::MIN, Arc::default()));
                 if entry.0 != generation {
-                    *entry = (generation, Arc::new(blueprint_machine::Reading::of(blueprint).referenced_secrets()));
+                    *entry = (generation, Arc::new(blueprint_machine::Reading::secrets_named_in(blueprint)));
                 }
                 entry.1.contains(name)
             })
@@ -161,6 +161,12 @@ pub fn any_secret(_: &Decoded<Secret>) -> bool {
 
 /// A Restore that starts or ends concerns every Blueprint (nothing is applied while one is in
 /// progress; its end is what the paused Blueprints wait for).
+/// A `BlueprintMask`: the Blueprint that references it may be masked differently now (there is one
+/// Blueprint per namespace, so no index of which references which).
+pub fn any_blueprint_mask(_: &Decoded<blueprint_machine::api::BlueprintMaskObject>) -> bool {
+    true
+}
+
 pub fn any_restore(_: &kube::api::DynamicObject) -> bool {
     true
 }

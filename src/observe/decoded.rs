@@ -101,6 +101,7 @@ impl Lenient for Blueprint {
 }
 
 impl Lenient for Dogu {}
+impl Lenient for blueprint_machine::api::BlueprintMaskObject {}
 impl Lenient for Component {}
 impl Lenient for ConfigMap {}
 impl Lenient for Secret {}

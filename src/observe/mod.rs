@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::DynamicObject;
 
-use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
 use blueprint_machine::naming::HEALTH_CONFIG;
 use blueprint_machine::observation::{
@@ -116,6 +116,8 @@ pub struct Snapshot<'a> {
     pub operator: OperatorFacts,
     /// The cluster's objects, shared with the caches they come from (the observation keeps them).
     pub blueprint: Option<Arc<Blueprint>>,
+    /// The namespace's `BlueprintMask`s.
+    pub blueprint_masks: Vec<Arc<BlueprintMaskObject>>,
     pub blueprint_count: usize,
     /// The names of the namespace's other Blueprints.
     pub other_blueprints: Vec<String>,
@@ -211,6 +213,7 @@ impl Snapshot<'_> {
             blueprint: self.blueprint.clone(),
             blueprint_count: self.blueprint_count,
             other_blueprints: self.other_blueprints.clone(),
+            blueprint_masks: self.blueprint_masks.clone(),
             dogus: self.dogus.clone(),
             components: self.components.clone(),
             undecodable,
@@ -231,7 +234,7 @@ impl Snapshot<'_> {
         let referenced = self
             .blueprint
             .as_deref()
-            .map(|b| blueprint_machine::Reading::of(b).referenced_secrets())
+            .map(|b| blueprint_machine::Reading::of(b, &self.blueprint_masks).referenced_secrets())
             .unwrap_or_default();
         let mut digested = BTreeMap::new();
         for secret in &self.secrets {

@@ -5,12 +5,12 @@
 use std::fmt;
 use std::path::{Component as PathComponent, Path, PathBuf};
 
-use blueprint_machine::conversion::{ApiVersion, V3_FIELDS_ANNOTATION, convert};
+use blueprint_machine::conversion::{ApiVersion, convert};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use blueprint_machine::api::{Blueprint, BlueprintSpec, BlueprintStatus, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject, BlueprintSpec, BlueprintStatus, Component, Dogu};
 use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{DescriptorEntry, DescriptorLookup};
 
@@ -46,6 +46,7 @@ fn without_path(error: &crate::files::FileError) -> String {
 #[derive(Debug, Default)]
 pub struct ClusterObjects {
     pub blueprints: Vec<Blueprint>,
+    pub blueprint_masks: Vec<BlueprintMaskObject>,
     pub dogus: Vec<Dogu>,
     pub components: Vec<Component>,
     pub config_maps: Vec<ConfigMap>,
@@ -59,6 +60,18 @@ pub struct ClusterObjects {
     /// Objects that do not fit their type (a live cluster's; a snapshot's are an error), by kind: the
     /// reconcile sees them as the controller does.
     pub undecodable: Vec<(&'static str, std::sync::Arc<crate::observe::decoded::Undecodable>)>,
+}
+
+impl ClusterObjects {
+    /// The `BlueprintMask`s of `namespace` (a mask reference names one of these).
+    pub fn masks_in(&self, namespace: &str) -> Vec<std::sync::Arc<BlueprintMaskObject>> {
+        self.blueprint_masks
+            .iter()
+            .filter(|m| m.metadata.namespace.as_deref().is_none_or(|ns| ns == namespace))
+            .cloned()
+            .map(std::sync::Arc::new)
+            .collect()
+    }
 }
 
 /// Reads exactly one Blueprint from a YAML or JSON file, or from standard input when `file` is `-`.
@@ -81,8 +94,6 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
     if kind != "Blueprint" {
         return Err(error(file, format!("expected kind Blueprint, found {kind:?}")));
     }
-    // A v3 Blueprint is read in its v2 form (what this operator reconciles; docs/api-versions.md):
-    // what v2 cannot hold goes into the conversion's annotation, which `v3_fields_not_applied` names.
     let api_version = document.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let v3 = ApiVersion::parse(api_version).is_some_and(|(_, version)| version == ApiVersion::V3);
     // A field the schema does not have is an error, not a field dropped (held to the CRD's schema, as
@@ -96,15 +107,10 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
             return Err(error(file, format!("{} unknown fields: {}", several.len(), listed.join("; "))));
         }
     }
-    let text = if v3 {
-        let v2 = convert(document, ApiVersion::V2).map_err(|e| error(file, e.to_string()))?;
-        serde_json::to_string_pretty(&v2).expect("JSON values print")
-    } else {
-        text
-    };
-    // Decoding the text again (not the Value) keeps line and column in the error message. The root
-    // type flattens its body, which buffers it and loses positions, so spec and status are decoded on
-    // their own first.
+    // A value of the wrong type is reported with its line and column: the text is decoded as it was
+    // written (the conversion below works on a JSON value, which has no positions; the types read
+    // v2's mask too). The root type flattens its body, which buffers it and loses positions, so spec
+    // and status are decoded on their own.
     #[derive(serde::Deserialize)]
     #[allow(dead_code)]
     struct Body {
@@ -114,7 +120,9 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
         status: Option<BlueprintStatus>,
     }
     serde_saphyr::from_str::<Body>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))?;
-    serde_saphyr::from_str::<Blueprint>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
+    // The operator reads v3 (docs/api-versions.md): a v2 Blueprint is converted as the API server would.
+    let current = convert(document, ApiVersion::V3).map_err(|e| error(file, e.to_string()))?;
+    serde_json::from_value::<Blueprint>(current).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
 }
 
 /// The Blueprint CRD's schemas, made once.
@@ -125,21 +133,18 @@ mod schemas {
 
     /// The openAPIV3Schema of the Blueprint CRD's v2, or of v3.
     pub fn blueprint(v3: bool) -> &'static Value {
-        static V2: OnceLock<Value> = OnceLock::new();
-        static V3: OnceLock<Value> = OnceLock::new();
-        let v2 = V2.get_or_init(|| {
+        static SCHEMAS: OnceLock<(Value, Value)> = OnceLock::new();
+        let (v2, v3_schema) = SCHEMAS.get_or_init(|| {
             let crd = serde_json::to_value(blueprint_machine::api::blueprint_crd()).expect("CRDs serialize");
-            crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+            let schema = |name: &str| {
+                let versions = crd["spec"]["versions"].as_array().expect("a CRD has versions");
+                let version = versions.iter().find(|v| v["name"] == name).expect("v2 and v3 are served");
+                version["schema"]["openAPIV3Schema"].clone()
+            };
+            (schema("v2"), schema("v3"))
         });
-        if v3 { V3.get_or_init(|| blueprint_machine::api::v3::blueprint_v3_schema(v2)) } else { v2 }
+        if v3 { v3_schema } else { v2 }
     }
-}
-
-/// What a Blueprint read from v3 holds that this operator does not apply yet (config references,
-/// storage classes, a mask reference), for a warning; `None` for anything else.
-pub fn v3_fields_not_applied(blueprint: &Blueprint) -> Option<String> {
-    let kept = blueprint.metadata.annotations.as_ref()?.get(V3_FIELDS_ANNOTATION)?;
-    Some(format!("the blueprint's v3 fields are not applied by this version of the operator yet: {kept}"))
 }
 
 /// Reads Kubernetes objects: a `List`, or one or more YAML documents. The YAML budget grows with the
@@ -178,7 +183,12 @@ pub fn read_cluster(file: &Path) -> Result<ClusterObjects, InputError> {
         let name = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
         let label = format!("object {} ({kind} {name:?})", index + 1);
         match kind.as_str() {
-            "Blueprint" => objects.blueprints.push(typed(file, &label, item)?),
+            "Blueprint" => {
+                // Stored as v3 by a real API server; a v2 Blueprint (an older snapshot) is converted.
+                let item = convert(&item, ApiVersion::V3).map_err(|e| error(file, format!("{label}: {e}")))?;
+                objects.blueprints.push(typed(file, &label, item)?)
+            }
+            "BlueprintMask" => objects.blueprint_masks.push(typed(file, &label, item)?),
             "Dogu" => objects.dogus.push(typed(file, &label, item)?),
             "Component" => objects.components.push(typed(file, &label, item)?),
             "ConfigMap" => objects.config_maps.push(typed(file, &label, item)?),

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
-use blueprint_machine::api::{Blueprint, Component, Dogu};
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::naming::selector;
 use blueprint_machine::observation::DescriptorLookup;
 
@@ -41,7 +41,7 @@ pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
     let namespace = namespace_of(args, &blueprint, &default_namespace);
     let cluster = read(&client, &namespace, &blueprint).await?;
 
-    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
+    let wanted = blueprint_machine::Reading::of(&blueprint, &cluster.masks_in(&namespace)).wanted_descriptors();
     let config_maps: Vec<&ConfigMap> = cluster.config_maps.iter().collect();
     let mut descriptors = input::read_descriptors(&config_maps, args.descriptors.as_deref(), &wanted)?;
     // Descriptors the local dogu registry lacks come from the remote one, as the controller's do (read
@@ -64,6 +64,8 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
     let mut objects = ClusterObjects::default();
     let all = ListParams::default();
     objects.blueprints = list::<Blueprint>(client, namespace, "Blueprint", &all, &mut objects.undecodable).await?;
+    objects.blueprint_masks =
+        list::<BlueprintMaskObject>(client, namespace, "BlueprintMask", &all, &mut objects.undecodable).await?;
     objects.dogus = list::<Dogu>(client, namespace, "Dogu", &all, &mut objects.undecodable).await?;
     objects.components = list::<Component>(client, namespace, "Component", &all, &mut objects.undecodable).await?;
     let ces = ListParams::default().labels(selector::CES_OBJECTS);
@@ -76,7 +78,7 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
     objects.secrets = list::<Secret>(client, namespace, "Secret", &sensitive, &mut objects.undecodable).await?;
     // The Secrets the Blueprint references, by name (a missing one is the reconcile's finding).
     let secrets = Api::<Decoded<Secret>>::namespaced(client.clone(), namespace);
-    for name in blueprint_machine::Reading::of(blueprint).referenced_secrets() {
+    for name in blueprint_machine::Reading::of(blueprint, &objects.masks_in(namespace)).referenced_secrets() {
         if objects.secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name.as_str())) {
             continue;
         }

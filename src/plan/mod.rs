@@ -74,7 +74,7 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
     let blueprint = input::read_blueprint(&args.blueprint)?;
     let cluster = input::read_cluster(file)?;
     let namespace = namespace_of(args, &blueprint, "ecosystem");
-    let wanted = blueprint_machine::Reading::of(&blueprint).wanted_descriptors();
+    let wanted = blueprint_machine::Reading::of(&blueprint, &cluster.masks_in(&namespace)).wanted_descriptors();
     let config_maps: Vec<&ConfigMap> = cluster
         .config_maps
         .iter()
@@ -154,7 +154,6 @@ fn observe(
 ) -> (Observation, Vec<String>) {
     let mut warnings: Vec<String> =
         cluster.ignored.iter().map(|o| format!("ignoring {o}: not an object the operator reads")).collect();
-    warnings.extend(input::v3_fields_not_applied(&blueprint));
 
     let name = blueprint.metadata.name.clone().unwrap_or_default();
     let in_namespace = |ns: &Option<String>| ns.as_deref().is_none_or(|ns| ns == namespace);
@@ -207,6 +206,7 @@ fn observe(
             ..OperatorFacts::new(namespace, args.operator_version.clone())
         },
         blueprint: Some(Arc::new(blueprint)),
+        blueprint_masks: cluster.masks_in(namespace),
         blueprint_count: names.len(),
         other_blueprints: names.iter().filter(|other| **other != name.as_str()).map(|n| n.to_string()).collect(),
         dogus,

@@ -187,6 +187,7 @@ mod tests {
             secret_metadata: empty(),
             restores: crate::other_operators::none(crate::other_operators::RESTORE),
             debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
+            blueprint_masks: empty(),
             filled: crate::caches::Filled::already(),
         };
         let metrics = Metrics::shared();

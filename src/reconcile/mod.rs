@@ -36,10 +36,11 @@ use crate::status::StatusWrite;
 pub async fn reconcile(context: &Context, name: &str) -> Record {
     let started = Instant::now();
     let blueprint = context.blueprint(name);
-    let reading = blueprint.as_deref().map(Reading::of);
+    let masks = observe::blueprint_masks(context);
+    let reading = blueprint.as_deref().map(|b| Reading::of(b, &masks));
 
     // 1. Observe.
-    let observation = match observe::observe(context, blueprint.clone(), reading.as_ref()).await {
+    let observation = match observe::observe(context, blueprint.clone(), masks.clone(), reading.as_ref()).await {
         Ok(observation) => observation,
         Err(error) => return could_not_observe(context, name, error),
     };

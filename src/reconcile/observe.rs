@@ -8,16 +8,23 @@ use kube::Resource;
 use kube::api::Api;
 
 use blueprint_machine::Reading;
-use blueprint_machine::api::Blueprint;
+use blueprint_machine::api::{Blueprint, BlueprintMaskObject};
 use blueprint_machine::observation::{DescriptorEntry, Observation};
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
 use crate::observe::{Snapshot, debug_mode_observation, is_health_config, restore_observation};
 
+/// The namespace's `BlueprintMask`s as cached: read before the Blueprint is (its mask reference needs
+/// them), and observed with the rest.
+pub(super) fn blueprint_masks(context: &Context) -> Vec<Arc<BlueprintMaskObject>> {
+    objects(&context.stores.blueprint_masks.state())
+}
+
 pub(super) async fn observe(
     context: &Context,
     blueprint: Option<Arc<Blueprint>>,
+    blueprint_masks: Vec<Arc<BlueprintMaskObject>>,
     reading: Option<&Reading<'_>>,
 ) -> Result<Observation, ObserveError> {
     tokio::time::timeout(CACHE_WAIT, context.stores.ready())
@@ -66,6 +73,7 @@ pub(super) async fn observe(
         now: context.now(),
         operator: context.identity.facts(&context.namespace),
         blueprint,
+        blueprint_masks,
         blueprint_count: blueprints.len(),
         other_blueprints,
         dogus: objects(&dogus),

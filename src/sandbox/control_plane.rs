@@ -155,9 +155,19 @@ fn start() -> Result<ControlPlane, String> {
     std::fs::write(&plane.kubeconfig, plane.kubeconfig_text("admin", &plane.token, "default"))
         .map_err(|e| e.to_string())?;
     wait_ready(&plane, &[etcd, api])?;
-    for which in [Which::Blueprint, Which::Dogu, Which::Component] {
+    // The Blueprint CRD converts v2 through the webhook: served here, for as long as the process
+    // lives, with the API server's own certificate (127.0.0.1, signed by the CA the API server trusts).
+    let webhook = serve_webhook(&dir, &pki)?;
+    for which in [Which::Blueprint, Which::BlueprintMask, Which::Dogu, Which::Component] {
         let file = dir.join(format!("{}-crd.yaml", crate::crd::name(which)));
-        std::fs::write(&file, crate::crd::yaml(which)).map_err(|e| e.to_string())?;
+        let manifest = match which {
+            Which::Blueprint => {
+                let crd = crate::crd::blueprint_with_webhook_url(&format!("{webhook}/convert"), &pki.ca_pem);
+                serde_saphyr::to_string(&crd).map_err(|e| e.to_string())?
+            }
+            _ => crate::crd::yaml(which),
+        };
+        std::fs::write(&file, manifest).map_err(|e| e.to_string())?;
         plane.kubectl(&["apply", "--server-side", "-f", &file.display().to_string()])?;
     }
     // The backup operator's Restore and the debug-mode operator's DebugMode kinds, as a CES platform
@@ -167,6 +177,30 @@ fn start() -> Result<ControlPlane, String> {
     plane.kubectl(&["apply", "--server-side", "-f", &others.display().to_string()])?;
     plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
     Ok(plane)
+}
+
+/// Serves the conversion webhook (`crate::webhook`) over TLS on a free loopback port from a thread of
+/// its own that lives as long as the process (as the control plane's processes do); its URL.
+fn serve_webhook(dir: &Path, pki: &Pki) -> Result<String, String> {
+    let certificates = dir.join("webhook");
+    std::fs::create_dir_all(&certificates).map_err(|e| e.to_string())?;
+    std::fs::copy(&pki.server_cert, certificates.join("tls.crt")).map_err(|e| e.to_string())?;
+    std::fs::copy(&pki.server_key, certificates.join("tls.key")).map_err(|e| e.to_string())?;
+    let certificate = crate::webhook::certificates::files::serving(&certificates).map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let url = format!("https://{}", listener.local_addr().map_err(|e| e.to_string())?);
+    std::thread::Builder::new()
+        .name("conversion-webhook".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
+                crate::webhook::tls::serve(listener, crate::webhook::router(), certificate).await;
+            });
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(url)
 }
 
 impl ControlPlane {

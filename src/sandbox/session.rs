@@ -341,12 +341,12 @@ impl Sandbox {
         if let Some(map) = object.as_object_mut() {
             map.remove("status");
         }
-        match self.cluster.get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name).await {
+        match self.cluster.get("k8s.cloudogu.com/v3", "Blueprint", &self.namespace, &name).await {
             None => self.cluster.create(object).await,
             Some(_) => {
                 let spec = object.get("spec").cloned().unwrap_or(Value::Null);
                 self.cluster
-                    .edit("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, &name, |o| o["spec"] = spec.clone())
+                    .edit("k8s.cloudogu.com/v3", "Blueprint", &self.namespace, &name, |o| o["spec"] = spec.clone())
                     .await
             }
         }
@@ -355,7 +355,7 @@ impl Sandbox {
     /// The stored Blueprint.
     pub async fn blueprint(&self, name: &str) -> Option<Blueprint> {
         self.cluster
-            .get("k8s.cloudogu.com/v2", "Blueprint", &self.namespace, name)
+            .get("k8s.cloudogu.com/v3", "Blueprint", &self.namespace, name)
             .await
             .and_then(|object| lenient_blueprint(&object))
     }
@@ -376,7 +376,7 @@ impl Sandbox {
         mut done: impl FnMut(&Blueprint) -> bool,
     ) -> Option<Blueprint> {
         let found = self
-            .wait_object(("k8s.cloudogu.com/v2", "Blueprint", name), timeout, |object| {
+            .wait_object(("k8s.cloudogu.com/v3", "Blueprint", name), timeout, |object| {
                 lenient_blueprint(object).is_some_and(|blueprint| done(&blueprint))
             })
             .await?;

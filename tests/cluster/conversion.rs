@@ -19,24 +19,12 @@ const PLURAL: &str = "convertedblueprints";
 
 /// The project's Blueprint CRD in the test's group, serving v2 and v3, converted by `endpoint`.
 fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
-    use base64::Engine;
-    let mut crd: Value = serde_json::to_value(blueprint_machine::api::blueprint_crd()).unwrap();
+    let crd = blueprint_operator::crd::blueprint_with_webhook_url(&format!("{endpoint}/convert"), ca_pem);
+    let mut crd: Value = serde_json::to_value(crd).unwrap();
     crd["metadata"]["name"] = json!(format!("{PLURAL}.{GROUP}"));
     crd["spec"]["group"] = json!(GROUP);
     crd["spec"]["names"] =
         json!({"kind": "Blueprint", "listKind": "BlueprintList", "plural": PLURAL, "singular": "convertedblueprint"});
-    let mut v2 = crd["spec"]["versions"][0].clone();
-    assert_eq!(v2["name"], "v2");
-    v2["storage"] = json!(false);
-    let mut v3 = v2.clone();
-    v3["name"] = json!("v3");
-    v3["storage"] = json!(true);
-    v3["schema"]["openAPIV3Schema"] = blueprint_machine::api::v3::blueprint_v3_schema(&v2["schema"]["openAPIV3Schema"]);
-    crd["spec"]["versions"] = json!([v2, v3]);
-    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
-        "conversionReviewVersions": ["v1"],
-        "clientConfig": {"url": format!("{endpoint}/convert"), "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem)}
-    }});
     crd
 }
 

@@ -18,7 +18,18 @@ fn create_and_read(namespace: &str, document: &Value) -> Result<Value, String> {
     std::fs::write(&file, document.to_string()).map_err(|e| e.to_string())?;
     plane.kubectl(&["create", "--validate=strict", "-f", &file.display().to_string()])?;
     let name = document["metadata"]["name"].as_str().unwrap_or_default();
-    let text = plane.kubectl(&["get", "blueprint", name, "-n", namespace, "-o", "json"])?;
+    read_as(namespace, name, version_of(&document))
+}
+
+/// `v2` or `v3`, from a Blueprint's `apiVersion`.
+fn version_of(document: &Value) -> &str {
+    document["apiVersion"].as_str().and_then(|v| v.strip_prefix("k8s.cloudogu.com/")).unwrap_or("v3")
+}
+
+/// The Blueprint `name` as kubectl reads it in `version` (stored as v3: v2 through the webhook).
+fn read_as(namespace: &str, name: &str, version: &str) -> Result<Value, String> {
+    let resource = format!("blueprints.{version}.k8s.cloudogu.com");
+    let text = control_plane::shared().kubectl(&["get", &resource, name, "-n", namespace, "-o", "json"])?;
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
@@ -61,8 +72,7 @@ fn the_examples_and_upstreams_documents_are_accepted_and_not_pruned() {
                     &patch,
                 ])
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            let text = plane.kubectl(&["get", "blueprint", &name, "-n", &namespace, "-o", "json"]).unwrap();
-            let stored: Value = serde_json::from_str(&text).unwrap();
+            let stored = read_as(&namespace, &name, version_of(&document)).unwrap();
             assert_eq!(stored["status"], document["status"], "{}: the server changed the status", file.display());
         }
         // Clean up for the next document of the same name.
@@ -80,6 +90,50 @@ fn a_document_the_schema_forbids_is_rejected() {
     let error = create_and_read(&namespace, &bad).unwrap_err();
     assert!(error.contains("spec.blueprint.dogus") && error.contains("Invalid value"), "{error}");
     assert!(error.contains("spec.displayName: Required value"), "{error}");
+}
+
+/// The API server validates a write in the version it is written in: v3's CEL rules refuse a v3
+/// Blueprint that breaks them (with the rules' messages), while the same Blueprint written as v2 (whose
+/// schema has no rules, as upstream's v2) is stored, converted, and left to the operator to report.
+#[test]
+fn v3s_rules_hold_for_v3_writes_and_the_operator_reports_v2_ones() {
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("crds-v3-rules");
+    let v2 = serde_json::json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Blueprint", "metadata": {"name": "bad"},
+        "spec": {"displayName": "x", "blueprint": {"dogus": [{"name": "official/ldap"}],
+                 "config": {"global": [{"key": "k", "value": "v", "secretRef": {"name": "s", "key": "k"}}]}}}});
+    let mut v3 = blueprint_machine::conversion::convert(&v2, blueprint_machine::conversion::ApiVersion::V3).unwrap();
+    v3["metadata"]["name"] = "bad-v3".into();
+    let error = create_and_read(&namespace, &v3).unwrap_err();
+    assert!(error.contains("dogu version must not be empty"), "{error}");
+    assert!(error.contains("value and secretRef are mutually exclusive"), "{error}");
+    let stored = create_and_read(&namespace, &v2).unwrap();
+    assert_eq!(stored["spec"], v2["spec"]);
+}
+
+/// The check: a v2 Blueprint applied, read back as v3 with kubectl and written back as v3 is
+/// unchanged, in either version.
+#[test]
+fn a_v2_blueprint_read_and_written_back_as_v3_is_unchanged() {
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("crds-v2-v3");
+    let document = written(&repository("tests/fixtures/compat/full-spec.yaml"));
+    assert_eq!(version_of(&document), "v2");
+    assert!(document["spec"]["blueprintMask"]["dogus"].is_array(), "a document with v2's inline mask");
+    let name = document["metadata"]["name"].as_str().unwrap().to_owned();
+    let as_v2 = create_and_read(&namespace, &document).unwrap();
+    let as_v3 = read_as(&namespace, &name, "v3").unwrap();
+    assert_eq!(as_v3["apiVersion"], "k8s.cloudogu.com/v3");
+    assert_eq!(as_v3["spec"]["blueprintMask"]["manifest"]["dogus"], document["spec"]["blueprintMask"]["dogus"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("v3.json");
+    std::fs::write(&file, as_v3.to_string()).unwrap();
+    plane.kubectl(&["replace", "--validate=strict", "-f", &file.display().to_string()]).unwrap();
+    let after_v3 = read_as(&namespace, &name, "v3").unwrap();
+    let after_v2 = read_as(&namespace, &name, "v2").unwrap();
+    assert_eq!(after_v3["spec"], as_v3["spec"]);
+    assert_eq!(after_v2["spec"], document["spec"]);
+    assert_eq!(after_v2["metadata"]["generation"], as_v2["metadata"]["generation"], "the write changed nothing");
 }
 
 #[test]

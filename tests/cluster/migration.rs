@@ -89,7 +89,7 @@ async fn the_first_reconcile_after_the_switch_changes_nothing_and_keeps_the_hist
         .map(|r| format!("{} {} {}", r.verb, r.resource(), r.request_uri))
         .collect();
     let status_write = format!(
-        "patch blueprints/status /apis/k8s.cloudogu.com/v2/namespaces/{}/blueprints/blueprint-ces/status",
+        "patch blueprints/status /apis/k8s.cloudogu.com/v3/namespaces/{}/blueprints/blueprint-ces/status",
         scene.namespace
     );
     assert_eq!(writes.len(), 1, "{writes:#?}");

@@ -176,6 +176,7 @@ impl Harness {
             secret_metadata: store(&metadata),
             restores: blueprint_operator::other_operators::none("Restore"),
             debug_modes: blueprint_operator::other_operators::none("DebugMode"),
+            blueprint_masks: store::<Decoded<blueprint_machine::api::BlueprintMaskObject>>(&[]),
             filled: blueprint_operator::caches::Filled::already(),
         }
     }

@@ -11,7 +11,7 @@ use crate::support::{component_cr, dogu_cr};
 
 const DOGU_PATH: &str = "/apis/k8s.cloudogu.com/v2/namespaces/ecosystem/dogus";
 const COMPONENT_PATH: &str = "/apis/k8s.cloudogu.com/v1/namespaces/ecosystem/components";
-const STATUS_PATH: &str = "/apis/k8s.cloudogu.com/v2/namespaces/ecosystem/blueprints/test-blueprint/status";
+const STATUS_PATH: &str = "/apis/k8s.cloudogu.com/v3/namespaces/ecosystem/blueprints/test-blueprint/status";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ecosystem/events";
 const MERGE: &str = "application/merge-patch+json";
 

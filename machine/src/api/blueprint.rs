@@ -1,4 +1,7 @@
-//! The `Blueprint` custom resource (`k8s.cloudogu.com/v2`), wire-compatible with upstream's CRD.
+//! The `Blueprint` custom resource in `k8s.cloudogu.com/v3`, the version the operator reads, writes and
+//! the API server stores (docs/api-versions.md), wire-compatible with upstream's CRD. The CRD also
+//! serves `v2`; [`crate::conversion`] converts between the two, and `super::versions` derives v2's
+//! schema from these types.
 //!
 //! Every string that has a grammar (dogu names, versions, quantities) stays a raw `String` here: the
 //! machine parses it, so that a malformed value becomes a condition with a clear message instead of a
@@ -25,7 +28,7 @@ use super::schema;
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "k8s.cloudogu.com",
-    version = "v2",
+    version = "v3",
     kind = "Blueprint",
     root = "BlueprintCrd",
     plural = "blueprints",
@@ -239,7 +242,7 @@ pub struct BlueprintSpec {
     /// The wanted state of the ecosystem.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blueprint: Option<BlueprintManifest>,
-    /// Per-installation overrides of the blueprint's dogus.
+    /// Per-installation overrides of the blueprint's dogus: inline, or in a `BlueprintMask` object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blueprint_mask: Option<BlueprintMask>,
     /// Do not evaluate dogu health at all.
@@ -302,6 +305,10 @@ pub struct ResourceConfig {
     /// Minimum size of the dogu's data volume (a Kubernetes quantity, e.g. `5Gi`). Only grows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_volume_size: Option<String>,
+    /// The storage class of the dogu's data volume: set at install, immutable. Absent: the cluster's
+    /// default class; `""`: no class (a statically provisioned volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -358,7 +365,8 @@ pub struct BlueprintConfig {
     pub global: Option<Vec<ConfigEntry>>,
 }
 
-/// One config key: set to a value, set from a Secret (sensitive), or removed (`absent`).
+/// One config key: set to a value, from a key of a Secret (`secretRef`, sensitive or not) or of a
+/// ConfigMap (`configRef`), or removed (`absent`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigEntry {
@@ -372,6 +380,15 @@ pub struct ConfigEntry {
     pub sensitive: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_ref: Option<ConfigMapKeyReference>,
+}
+
+/// A key of a ConfigMap in the operator's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+pub struct ConfigMapKeyReference {
+    pub name: String,
+    pub key: String,
 }
 
 /// A key of a Secret in the operator's namespace.
@@ -381,11 +398,61 @@ pub struct SecretReference {
     pub key: String,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+/// v3's mask: the manifest inline, or a reference to a `BlueprintMask` object (exactly one of them).
+///
+/// v2's mask (`{dogus: [...]}`, the manifest itself) is read as the manifest: it is the one field of
+/// v2's spec that v3 did not just add to, and reading it keeps journals and files of v2 readable
+/// (the API server and `plan` convert v2 objects first; this is for what is decoded directly). Any
+/// other field, or v2's dogus beside a manifest, is refused rather than dropped.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintMask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<BlueprintMaskManifest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cr_ref: Option<BlueprintMaskReference>,
+}
+
+impl<'de> Deserialize<'de> for BlueprintMask {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Wire {
+            #[serde(default)]
+            manifest: Option<BlueprintMaskManifest>,
+            #[serde(default)]
+            cr_ref: Option<BlueprintMaskReference>,
+            /// v2's inline mask.
+            #[serde(default)]
+            dogus: Option<Vec<MaskDogu>>,
+        }
+        let Wire { manifest, cr_ref, dogus } = Wire::deserialize(deserializer)?;
+        let manifest = match (manifest, dogus) {
+            (Some(_), Some(_)) => {
+                return Err(serde::de::Error::custom(
+                    "blueprintMask has both manifest (v3) and dogus (v2): write the dogus into manifest",
+                ));
+            }
+            (Some(manifest), None) => Some(manifest),
+            (None, Some(dogus)) => Some(BlueprintMaskManifest { dogus: Some(dogus) }),
+            (None, None) => None,
+        };
+        Ok(BlueprintMask { manifest, cr_ref })
+    }
+}
+
+/// The overrides of a mask (inline in a Blueprint, or the spec of a `BlueprintMask` object).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintMaskManifest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dogus: Option<Vec<MaskDogu>>,
+}
+
+/// A `BlueprintMask` object in the Blueprint's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct BlueprintMaskReference {
+    pub name: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -88,7 +88,10 @@ fn actual_dogu_state(installed: Option<&InstalledDogu<'_>>) -> api::DoguDiffStat
         namespace: dogu.name.namespace.clone(),
         version: Some(dogu.version.raw().to_owned()),
         absent: false,
-        resource_config: Some(api::ResourceConfig { min_volume_size: Some(dogu.min_volume_size.canonical()) }),
+        resource_config: Some(api::ResourceConfig {
+            min_volume_size: Some(dogu.min_volume_size.canonical()),
+            storage_class_name: None,
+        }),
         reverse_proxy_config: (!dogu.reverse_proxy.is_empty()).then(|| dogu.reverse_proxy.to_api()),
         additional_mounts: dogu.mounts.iter().map(|m| m.to_api()).collect(),
     }
@@ -99,7 +102,9 @@ fn expected_dogu_state(target: &TargetDogu) -> api::DoguDiffState {
         namespace: target.name.namespace.clone(),
         version: target.version.as_ref().map(|v| v.raw().to_owned()),
         absent: target.absent,
-        resource_config: target.min_volume_size.map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()) }),
+        resource_config: target
+            .min_volume_size
+            .map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()), storage_class_name: None }),
         reverse_proxy_config: (!target.reverse_proxy.is_empty()).then(|| target.reverse_proxy.to_api()),
         additional_mounts: target.mounts.iter().map(|m| m.to_api()).collect(),
     }

@@ -25,6 +25,8 @@ pub(crate) struct ParsedBlueprint<'a> {
     pub components: Vec<TargetComponent<'a>>,
     pub config: Config<'a>,
     pub mask: Vec<MaskDogu>,
+    /// The `BlueprintMask` object the mask is in (`spec.blueprintMask.crRef.name`), for messages.
+    pub mask_reference: Option<&'a str>,
     pub flags: Flags,
 }
 
@@ -35,6 +37,9 @@ pub struct TargetDogu {
     pub version: Option<DoguVersion>,
     pub absent: bool,
     pub min_volume_size: Option<Quantity>,
+    /// The storage class of the dogu's volume, set at install: `None` = the cluster's default class,
+    /// `Some("")` = no class.
+    pub storage_class: Option<String>,
     pub reverse_proxy: ReverseProxy,
     pub mounts: Vec<Mount>,
 }
@@ -79,6 +84,7 @@ pub(crate) struct ConfigEntry<'a> {
     pub value: Option<&'a str>,
     pub sensitive: bool,
     pub secret_ref: Option<&'a api::SecretReference>,
+    pub config_ref: Option<&'a api::ConfigMapKeyReference>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,12 +106,21 @@ pub(crate) struct MaskDogu {
 pub(crate) enum ParseFailure {
     /// No `spec` or no `spec.blueprint`.
     MissingSpec,
+    /// `spec.blueprintMask.crRef` names a `BlueprintMask` that does not exist.
+    MaskNotFound(String),
+    /// `spec.blueprintMask` has both a manifest and a reference (v3's rule refuses it on write; a
+    /// v2 write or an older object may still have it).
+    MaskBoth,
     /// Names, versions or quantities that do not parse.
     Malformed(Problem),
 }
 
 impl<'a> ParsedBlueprint<'a> {
-    pub(crate) fn parse(spec: Option<&'a api::BlueprintSpec>) -> Result<Self, ParseFailure> {
+    /// Parses `spec`; a mask reference is resolved among `masks` (the namespace's `BlueprintMask`s).
+    pub(crate) fn parse(
+        spec: Option<&'a api::BlueprintSpec>,
+        masks: &[std::sync::Arc<api::BlueprintMaskObject>],
+    ) -> Result<Self, ParseFailure> {
         let spec = spec.ok_or(ParseFailure::MissingSpec)?;
         let manifest = spec.blueprint.as_ref().ok_or(ParseFailure::MissingSpec)?;
         let flags = Flags {
@@ -133,7 +148,21 @@ impl<'a> ParsedBlueprint<'a> {
         }
         let mut mask = Vec::new();
         let mut mask_problems = Vec::new();
-        for dogu in spec.blueprint_mask.iter().flat_map(|m| m.dogus.iter().flatten()) {
+        let inline_mask = spec.blueprint_mask.as_ref().and_then(|m| m.manifest.as_ref());
+        let mask_reference = spec.blueprint_mask.as_ref().and_then(|m| m.cr_ref.as_ref()).map(|r| r.name.as_str());
+        let mask_dogus = match (inline_mask, mask_reference) {
+            (Some(_), Some(_)) => return Err(ParseFailure::MaskBoth),
+            (Some(manifest), None) => manifest.dogus.as_deref(),
+            (None, Some(name)) => {
+                let object = masks
+                    .iter()
+                    .find(|m| m.metadata.name.as_deref() == Some(name))
+                    .ok_or_else(|| ParseFailure::MaskNotFound(name.to_owned()))?;
+                object.spec.dogus.as_deref()
+            }
+            (None, None) => None,
+        };
+        for dogu in mask_dogus.into_iter().flatten() {
             match MaskDogu::parse(dogu) {
                 Ok(m) => mask.push(m),
                 Err(p) => mask_problems.push(p),
@@ -149,7 +178,7 @@ impl<'a> ParsedBlueprint<'a> {
         .collect();
         let problems: Vec<Problem> = [
             Problem::wrap_all("cannot deserialize blueprint", blueprint_problems),
-            Problem::wrap_all("cannot deserialize blueprint mask", {
+            Problem::wrap_all(mask_subject(mask_reference), {
                 Problem::wrap_all("cannot convert blueprint dogus", mask_problems).into_iter().collect()
             }),
         ]
@@ -160,7 +189,22 @@ impl<'a> ParsedBlueprint<'a> {
             return Err(ParseFailure::Malformed(problem));
         }
 
-        Ok(ParsedBlueprint { dogus, components, config: Config::from_api(manifest.config.as_ref()), mask, flags })
+        Ok(ParsedBlueprint {
+            dogus,
+            components,
+            config: Config::from_api(manifest.config.as_ref()),
+            mask,
+            mask_reference,
+            flags,
+        })
+    }
+}
+
+/// What a mask problem is about: the inline mask, or the `BlueprintMask` it is in.
+fn mask_subject(reference: Option<&str>) -> String {
+    match reference {
+        None => "cannot deserialize blueprint mask".to_owned(),
+        Some(name) => format!("cannot deserialize blueprint mask of BlueprintMask \"{name}\""),
     }
 }
 
@@ -199,19 +243,31 @@ impl TargetDogu {
             .and_then(|p| p.additional_mounts.as_ref())
             .map(|mounts| mounts.iter().map(Mount::from_api).collect())
             .unwrap_or_default();
-        Ok(TargetDogu { name, version, absent: dogu.absent.unwrap_or(false), min_volume_size, reverse_proxy, mounts })
+        let storage_class = platform.and_then(|p| p.resource.as_ref()).and_then(|r| r.storage_class_name.clone());
+        Ok(TargetDogu {
+            name,
+            version,
+            absent: dogu.absent.unwrap_or(false),
+            min_volume_size,
+            storage_class,
+            reverse_proxy,
+            mounts,
+        })
     }
 
     /// The dogu as written to `status.effectiveBlueprint`.
     pub fn to_api(&self) -> api::BlueprintDogu {
-        let has_platform_config =
-            self.min_volume_size.is_some() || !self.reverse_proxy.is_empty() || !self.mounts.is_empty();
+        let has_resource = self.min_volume_size.is_some() || self.storage_class.is_some();
+        let has_platform_config = has_resource || !self.reverse_proxy.is_empty() || !self.mounts.is_empty();
         api::BlueprintDogu {
             name: self.name.to_string(),
             version: self.version.as_ref().map(|v| v.raw().to_owned()),
             absent: Some(self.absent),
             platform_config: has_platform_config.then(|| api::PlatformConfig {
-                resource: self.min_volume_size.map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()) }),
+                resource: has_resource.then(|| api::ResourceConfig {
+                    min_volume_size: self.min_volume_size.map(|q| q.canonical()),
+                    storage_class_name: self.storage_class.clone(),
+                }),
                 reverse_proxy: (!self.reverse_proxy.is_empty()).then(|| self.reverse_proxy.to_api()),
                 additional_mounts: (!self.mounts.is_empty()).then(|| self.mounts.iter().map(Mount::to_api).collect()),
             }),
@@ -306,6 +362,7 @@ impl<'a> ConfigEntry<'a> {
             value: entry.value.as_deref(),
             sensitive: entry.sensitive.unwrap_or(false),
             secret_ref: entry.secret_ref.as_ref(),
+            config_ref: entry.config_ref.as_ref(),
         }
     }
 
@@ -317,6 +374,7 @@ impl<'a> ConfigEntry<'a> {
             value: if self.sensitive { None } else { self.value.map(str::to_owned) },
             sensitive: self.sensitive.then_some(true),
             secret_ref: self.secret_ref.cloned(),
+            config_ref: self.config_ref.cloned(),
         }
     }
 }

@@ -32,7 +32,7 @@ use event_log::EventLog;
 
 /// Decides one reconcile. Total (never panics) and deterministic.
 pub fn reconcile(observation: &Observation) -> Decision {
-    let reading = observation.blueprint.as_deref().map(Reading::of);
+    let reading = observation.blueprint.as_deref().map(|b| Reading::of(b, &observation.blueprint_masks));
     reconcile_read(reading.as_ref(), observation)
 }
 
@@ -53,7 +53,7 @@ pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) 
     let reading = match reading.filter(|r| r.is_of(blueprint)) {
         Some(reading) => reading,
         None => {
-            own = Reading::of(blueprint);
+            own = Reading::of(blueprint, &observation.blueprint_masks);
             &own
         }
     };

@@ -15,7 +15,7 @@ pub(crate) struct EffectiveBlueprint<'a> {
 impl<'a> EffectiveBlueprint<'a> {
     /// Applies the mask. Static validation has already rejected masks that do not match.
     pub(crate) fn compute(blueprint: ParsedBlueprint<'a>) -> Result<Self, Problem> {
-        let ParsedBlueprint { dogus, components, mut config, mask, flags } = blueprint;
+        let ParsedBlueprint { dogus, components, mut config, mask, flags, .. } = blueprint;
         // By name: the mask may be as long as the blueprint.
         let mask: BTreeMap<&str, _> = mask.iter().map(|m| (m.name.simple.as_str(), m)).collect();
         let dogus = dogus

@@ -12,6 +12,7 @@ pub(crate) fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
         Problem::wrap_all("blueprint is invalid", blueprint_problems(blueprint)),
         Problem::wrap_all("blueprint mask is invalid", mask_problems(blueprint)),
         Problem::wrap_all("blueprint mask does not match the blueprint", mask_match_problems(blueprint)),
+        Problem::wrap_all("blueprint uses what this operator does not apply yet", not_applied_yet(blueprint)),
     ]
     .into_iter()
     .flatten()
@@ -189,6 +190,25 @@ fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut repeated: Vec<&str> = sorted.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0]).collect();
     repeated.dedup();
     repeated
+}
+
+/// v3's fields this operator version does not apply yet: refused with a clear message rather than
+/// ignored (a storage class or a config value silently not applied would be lost data).
+fn not_applied_yet(blueprint: &ParsedBlueprint) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for dogu in blueprint.dogus.iter().filter(|d| d.storage_class.is_some()) {
+        problems.push(Problem::new(format!("storageClassName of dogu {}", dogu.name)));
+    }
+    let entries = blueprint
+        .config
+        .global
+        .iter()
+        .map(|e| ("global config", e))
+        .chain(blueprint.config.dogus.iter().flat_map(|(dogu, entries)| entries.iter().map(move |e| (*dogu, e))));
+    for (owner, entry) in entries.filter(|(_, e)| e.config_ref.is_some()) {
+        problems.push(Problem::new(format!("configRef of {owner} key {:?}", entry.key)));
+    }
+    problems
 }
 
 fn mask_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {

@@ -7,3 +7,4 @@ mod effective;
 mod health;
 mod pipeline;
 mod static_validation;
+mod v3;

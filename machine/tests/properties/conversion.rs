@@ -10,13 +10,15 @@ use serde_json::{Value, json};
 
 use super::generate::{self, World};
 
-/// A generated Blueprint with the status one reconcile of its cluster gives, as the API server has it
-/// in v2.
+/// A generated Blueprint with the status one reconcile of its cluster gives, as a v2 client reads it
+/// (the operator's types are v3's: converted, the conversion checked by the properties).
 fn v2_blueprint() -> impl Strategy<Value = Value> {
     generate::model(World::Any).prop_map(|mut model| {
         let decision = blueprint_machine::reconcile(&model.observe());
         model.store_status(decision.status.as_ref());
-        serde_json::to_value(&model.blueprint).expect("a Blueprint serializes")
+        let v3 = serde_json::to_value(&model.blueprint).expect("a Blueprint serializes");
+        assert_eq!(v3["apiVersion"], "k8s.cloudogu.com/v3", "the operator's Blueprint is v3");
+        convert(&v3, ApiVersion::V2).expect("a v3 Blueprint converts")
     })
 }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use blueprint_machine::api::{
     AdditionalMount, BlueprintComponent, BlueprintConfig, BlueprintDogu, BlueprintManifest, BlueprintMask,
-    BlueprintSpec, ComponentStatus, ConfigEntry, DoguResources, DoguStatus, MaskDogu, PlatformConfig, QuantityText,
-    ResourceConfig, ReverseProxyConfig, SecretReference,
+    BlueprintMaskManifest, BlueprintSpec, ComponentStatus, ConfigEntry, DoguResources, DoguStatus, MaskDogu,
+    PlatformConfig, QuantityText, ResourceConfig, ReverseProxyConfig, SecretReference,
 };
 use blueprint_machine::descriptor::DoguDescriptor;
 use proptest::prelude::*;
@@ -172,6 +172,7 @@ pub fn model(world: World) -> impl Strategy<Value = Model> {
             proptest::bool::weighted(0.2),
             proptest::bool::weighted(0.3),
             proptest::bool::weighted(0.8),
+            proptest::bool::weighted(0.3),
         ),
         proptest::collection::vec(proptest::bool::ANY, 5),
     )
@@ -191,7 +192,7 @@ fn build(
     installed_components: [Option<(usize, bool)>; 3],
     global: Vec<(usize, EntryKnob)>,
     stored_global: Option<Vec<(usize, usize)>>,
-    (stopped, ignore_health, allow_switch, second_secret): (bool, bool, bool, bool),
+    (stopped, ignore_health, allow_switch, second_secret, mask_in_object): (bool, bool, bool, bool, bool),
     dependencies: Vec<bool>,
 ) -> Model {
     let reachable = matches!(world, World::Reachable);
@@ -212,7 +213,9 @@ fn build(
             version: Some(VERSIONS[version].into()),
             absent: Some(absent),
             platform_config: Some(PlatformConfig {
-                resource: knob.size.map(|s| ResourceConfig { min_volume_size: Some(s.into()) }),
+                resource: knob
+                    .size
+                    .map(|s| ResourceConfig { min_volume_size: Some(s.into()), storage_class_name: None }),
                 reverse_proxy: knob
                     .body_size
                     .map(|s| ReverseProxyConfig { max_body_size: Some(s.into()), ..Default::default() }),
@@ -317,7 +320,10 @@ fn build(
             components: Some(blueprint_components),
             config: Some(BlueprintConfig { dogus: Some(config), global: Some(global_entries) }),
         }),
-        blueprint_mask: Some(BlueprintMask { dogus: Some(mask) }),
+        blueprint_mask: Some(BlueprintMask {
+            manifest: Some(BlueprintMaskManifest { dogus: Some(mask) }),
+            cr_ref: None,
+        }),
         ignore_dogu_health: Some(ignore_health),
         ignore_component_health: None,
         allow_dogu_namespace_switch: Some(allow_switch),
@@ -339,6 +345,7 @@ fn build(
         revision: 1,
         broken: Default::default(),
         registry_down: false,
+        mask_in_object,
     };
     model.secrets.insert(
         "s1".into(),
@@ -392,6 +399,7 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
             }),
             // A global sensitive entry is invalid: the generator makes it on purpose in the `Any` world.
             value: None,
+            config_ref: None,
             absent: (!dogu).then_some(false),
         },
         EntryKnob::SensitiveAbsent => {

@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use blueprint_machine::api::{Blueprint, BlueprintStatus, Component, ComponentStatus, Dogu, DoguStatus};
+use blueprint_machine::api::{
+    Blueprint, BlueprintMask, BlueprintMaskObject, BlueprintMaskReference, BlueprintMaskSpec, BlueprintStatus,
+    Component, ComponentStatus, Dogu, DoguStatus,
+};
 use blueprint_machine::config_format;
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
 use blueprint_machine::descriptor::DoguDescriptor;
@@ -44,11 +47,32 @@ pub struct Model {
     pub broken: std::collections::BTreeSet<String>,
     /// The dogu registry cannot be asked: every descriptor is unavailable.
     pub registry_down: bool,
+    /// The cluster keeps the blueprint's mask in a `BlueprintMask` object that the Blueprint
+    /// references (v3's `crRef`), not inline: observations show it so (the model edits it inline).
+    pub mask_in_object: bool,
 }
 
+/// The name of the `BlueprintMask` of a model whose mask is kept in an object.
+pub const MASK_OBJECT: &str = "generated-mask";
+
 impl Model {
+    /// The Blueprint as the cluster has it, and the namespace's `BlueprintMask`s.
+    fn stored_blueprint(&self) -> (Blueprint, Vec<Arc<BlueprintMaskObject>>) {
+        let inline =
+            self.blueprint.blueprint_spec().and_then(|s| s.blueprint_mask.as_ref()).and_then(|m| m.manifest.clone());
+        let (true, Some(manifest)) = (self.mask_in_object, inline) else { return (self.blueprint.clone(), Vec::new()) };
+        let mut blueprint = self.blueprint.clone();
+        let spec = Arc::make_mut(blueprint.spec.spec.as_mut().expect("a spec with a mask"));
+        spec.blueprint_mask =
+            Some(BlueprintMask { manifest: None, cr_ref: Some(BlueprintMaskReference { name: MASK_OBJECT.into() }) });
+        let mut mask = BlueprintMaskObject::new(MASK_OBJECT, BlueprintMaskSpec { dogus: manifest.dogus });
+        mask.metadata.namespace = Some(NAMESPACE.into());
+        (blueprint, vec![Arc::new(mask)])
+    }
+
     pub fn observe(&self) -> Observation {
-        let wanted = blueprint_machine::Reading::of(&self.blueprint).wanted_descriptors();
+        let (blueprint, blueprint_masks) = self.stored_blueprint();
+        let wanted = blueprint_machine::Reading::of(&blueprint, &blueprint_masks).wanted_descriptors();
         let descriptors = wanted
             .into_iter()
             .map(|(name, version)| {
@@ -64,7 +88,7 @@ impl Model {
                 DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor } }
             })
             .collect();
-        let referenced = blueprint_machine::Reading::of(&self.blueprint).referenced_secrets();
+        let referenced = blueprint_machine::Reading::of(&blueprint, &blueprint_masks).referenced_secrets();
         let referenced_secrets = referenced
             .into_iter()
             .map(|name| {
@@ -80,9 +104,10 @@ impl Model {
         Observation {
             now: at(self.now),
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
-            blueprint: Some(Arc::new(self.blueprint.clone())),
+            blueprint: Some(Arc::new(blueprint)),
             blueprint_count: 1,
             other_blueprints: Vec::new(),
+            blueprint_masks,
             undecodable: Vec::new(),
             dogus: self.dogus.values().cloned().map(Arc::new).collect(),
             components: self.components.values().cloned().map(Arc::new).collect(),

@@ -33,7 +33,7 @@ impl Emulator {
             .expect("not poisoned")
             .objects
             .get(&(resource.key(), namespace.into(), name.into()))
-            .cloned()
+            .map(|object| resource.present(object))
     }
 
     /// Every object of a kind.
@@ -47,7 +47,7 @@ impl Emulator {
             .objects
             .iter()
             .filter(|((r, _, _), _)| *r == key)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| resource.present(v))
             .collect()
     }
 

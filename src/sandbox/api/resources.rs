@@ -21,6 +21,9 @@ pub struct ResourceType {
     pub status_subresource: bool,
     /// Custom resources count `metadata.generation`; most built-in kinds without spec do not.
     pub generation: bool,
+    /// The version objects of this kind are stored in (the CRD's storage version; a built-in kind's
+    /// own). Objects of another served version are converted on the way in and out.
+    pub storage_version: String,
 }
 
 impl ResourceType {
@@ -41,17 +44,35 @@ impl ResourceType {
     }
 
     /// A stored object as this resource shows it: an `events.k8s.io/v1` Event in the core shape for
-    /// the core view, anything else as stored.
+    /// the core view, an object of a CRD in this resource's version, anything else as stored.
     pub fn present(&self, stored: &Value) -> Value {
-        if self.is_core_event() { core_event(stored) } else { stored.clone() }
+        if self.is_core_event() {
+            core_event(stored)
+        } else if self.version != self.storage_version {
+            convert(stored, &self.group, &self.version)
+        } else {
+            stored.clone()
+        }
     }
 
+    /// An object written through this resource as it is stored (in the storage version).
+    pub fn stored_form(&self, written: Value) -> Value {
+        if self.version == self.storage_version {
+            written
+        } else {
+            convert(&written, &self.group, &self.storage_version)
+        }
+    }
+
+    /// The served versions of a CRD, the preferred (highest) version first as discovery lists them.
     pub fn from_crd(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
         let names = &crd.spec.names;
-        crd.spec
-            .versions
-            .iter()
-            .filter(|v| v.served)
+        let storage_version = crd.spec.versions.iter().find(|v| v.storage).map(|v| v.name.clone()).unwrap_or_default();
+        let mut served: Vec<&CustomResourceDefinitionVersion> = crd.spec.versions.iter().filter(|v| v.served).collect();
+        // Kubernetes' version priority for the plain `vN` names the project's CRDs use: higher first.
+        served.sort_by_key(|v| std::cmp::Reverse(v.name.trim_start_matches('v').parse::<u32>().unwrap_or(0)));
+        served
+            .into_iter()
             .map(|version| ResourceType {
                 group: crd.spec.group.clone(),
                 version: version.name.clone(),
@@ -62,6 +83,7 @@ impl ResourceType {
                 namespaced: crd.spec.scope == "Namespaced",
                 status_subresource: version.subresources.as_ref().is_some_and(|s| s.status.is_some()),
                 generation: true,
+                storage_version: storage_version.clone(),
             })
             .collect()
     }
@@ -77,6 +99,7 @@ impl ResourceType {
             namespaced,
             status_subresource: false,
             generation: false,
+            storage_version: version.into(),
         }
     }
 }
@@ -113,6 +136,7 @@ pub fn all() -> Vec<ResourceType> {
     ];
     for crd in [
         blueprint_machine::api::blueprint_crd(),
+        blueprint_machine::api::blueprint_mask_crd(),
         blueprint_machine::api::dogu_crd(),
         blueprint_machine::api::component_crd(),
     ] {
@@ -128,6 +152,7 @@ pub fn crds() -> &'static [CustomResourceDefinition] {
     CRDS.get_or_init(|| {
         vec![
             blueprint_machine::api::blueprint_crd(),
+            blueprint_machine::api::blueprint_mask_crd(),
             blueprint_machine::api::dogu_crd(),
             blueprint_machine::api::component_crd(),
         ]
@@ -143,6 +168,25 @@ pub fn crd_version(resource: &ResourceType) -> Option<&'static CustomResourceDef
         .versions
         .iter()
         .find(|v| v.name == resource.version)
+}
+
+/// `object` in `version` of `group`: a Blueprint through the one conversion of the project (as the
+/// API server does through the operator's webhook); an object of another kind has the same schema in
+/// every version here, so only its `apiVersion` changes. An object the conversion refuses is shown
+/// as stored (it was converted on its way in, so this does not happen to what the emulator stores).
+fn convert(object: &Value, group: &str, version: &str) -> Value {
+    use blueprint_machine::conversion::{ApiVersion, convert};
+
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let target = ApiVersion::parse(&format!("{group}/{version}")).map(|(_, v)| v);
+    match target {
+        Some(to) if kind == "Blueprint" => convert(object, to).unwrap_or_else(|_| object.clone()),
+        _ => {
+            let mut converted = object.clone();
+            converted["apiVersion"] = json!(format!("{group}/{version}"));
+            converted
+        }
+    }
 }
 
 /// An `events.k8s.io/v1` Event in the core `v1` shape, field by field as the API server converts it.

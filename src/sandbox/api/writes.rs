@@ -65,6 +65,8 @@ impl Emulator {
             },
         };
         normalize_secret(resource, &mut object);
+        // Stored in the storage version (a Blueprint written as v2 is stored as v3).
+        let mut object = resource.stored_form(object);
         if resource.status_subresource {
             // Status is ignored on create when it is a subresource.
             if let Some(map) = object.as_object_mut() {
@@ -101,7 +103,7 @@ impl Emulator {
         });
         managed.write(&mut object);
         store.record(key, Change::Added, object.clone(), version);
-        Ok(object)
+        Ok(resource.present(&object))
     }
 
     /// PUT: replaces an object under the update rules (a kind with a `generation` requires the
@@ -158,11 +160,15 @@ impl Emulator {
         let current = store.objects.get(&key).cloned().ok_or_else(|| not_found(resource, &name))?;
         let mut managed = ManagedFields::read(&current);
         let managed_before = managed.clone();
-        let mut next = change(&current, &mut managed)?;
+        // The writer changes the object in the version it asked for; it is stored in the storage version.
+        let mut next = change(&resource.present(&current), &mut managed)?;
         let apply = managed != managed_before;
         if !next.is_object() {
             return Err(ApiError::new(400, "BadRequest", "the result must be an object"));
         }
+        next["apiVersion"] = json!(resource.api_version());
+        next["kind"] = json!(resource.kind);
+        let mut next = resource.stored_form(next);
         normalize_secret(resource, &mut next);
         // The status subresource: object writes keep the stored status, status writes keep the rest.
         if resource.status_subresource {
@@ -211,7 +217,7 @@ impl Emulator {
         managed.write(&mut next);
         // A write that changes nothing is not a change: no new version, no watch event.
         if without_bookkeeping(&current) == without_bookkeeping(&next) {
-            return Ok(current);
+            return Ok(resource.present(&current));
         }
         let version = store.next_revision();
         next["metadata"]["resourceVersion"] = json!(version.to_string());
@@ -222,7 +228,7 @@ impl Emulator {
             Change::Modified
         };
         store.record(key, change, next.clone(), version);
-        Ok(next)
+        Ok(resource.present(&next))
     }
 
     /// DELETE: removes an object, or, while it has finalizers, only marks it (`deletionTimestamp`).
@@ -245,7 +251,7 @@ impl Emulator {
         } else {
             store.record(key, Change::Deleted, current.clone(), version);
         }
-        Ok(current)
+        Ok(resource.present(&current))
     }
 }
 

@@ -321,4 +321,5 @@ on_both_backends!(
     a_forbidden_downgrade_stays_not_executable,
     an_invalid_blueprint_is_reported_and_nothing_is_applied,
     converges_when_the_operator_restarts_at_any_point,
+    a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_applied,
 );

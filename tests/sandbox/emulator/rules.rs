@@ -319,7 +319,12 @@ pub async fn discovery(rig: Rig) {
     crd_names.sort();
     assert_eq!(
         crd_names,
-        ["blueprints.k8s.cloudogu.com", "components.k8s.cloudogu.com", "dogus.k8s.cloudogu.com"],
+        [
+            "blueprintmasks.k8s.cloudogu.com",
+            "blueprints.k8s.cloudogu.com",
+            "components.k8s.cloudogu.com",
+            "dogus.k8s.cloudogu.com"
+        ],
         "the project's CRDs are registered from their manifests"
     );
 }

@@ -76,7 +76,7 @@ pub(super) struct Wanted {
 pub(super) fn wanted(model: &Model) -> Wanted {
     let spec = model.blueprint.blueprint_spec().cloned().unwrap_or_default();
     let manifest = spec.blueprint.unwrap_or_default();
-    let mask = spec.blueprint_mask.and_then(|m| m.dogus).unwrap_or_default();
+    let mask = spec.blueprint_mask.and_then(|m| m.manifest?.dogus).unwrap_or_default();
     let masked = |name: &str| mask.iter().find(|m| simple(&m.name) == simple(name));
     let dogus = manifest
         .dogus

@@ -94,7 +94,7 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
                 .blueprint
                 .blueprint_spec()
                 .and_then(|s| s.blueprint_mask.as_ref())
-                .and_then(|m| m.dogus.as_ref())
+                .and_then(|m| m.manifest.as_ref()?.dogus.as_ref())
                 .is_some_and(|m| m.iter().any(|m| simple(&m.name) == name && m.absent == Some(true)));
             let version = model
                 .blueprint
@@ -156,7 +156,12 @@ fn dogus_of(spec: &mut BlueprintSpec) -> &mut Vec<BlueprintDogu> {
 }
 
 fn masks_of(spec: &mut BlueprintSpec) -> &mut Vec<MaskDogu> {
-    spec.blueprint_mask.get_or_insert_with(Default::default).dogus.get_or_insert_with(Vec::new)
+    spec.blueprint_mask
+        .get_or_insert_with(Default::default)
+        .manifest
+        .get_or_insert_with(Default::default)
+        .dogus
+        .get_or_insert_with(Vec::new)
 }
 
 fn version_index(version: &str) -> usize {
