@@ -45,6 +45,8 @@ pub(crate) fn dogu_object(target: &TargetDogu, namespace: &str, gateway: bool) -
                 min_data_volume_size: Some(QuantityText(
                     target.min_volume_size.map(|q| q.canonical()).unwrap_or_else(|| "0".to_owned()),
                 )),
+                // Set at install only: the patches below never send it (merge patches leave it).
+                storage_class_name: target.storage_class.clone(),
             }),
             support_mode: Some(false),
             pause_reconciliation: Some(false),

@@ -73,6 +73,10 @@ pub struct DoguResources {
     pub data_volume_size: Option<QuantityText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_data_volume_size: Option<QuantityText>,
+    /// The storage class of the dogu's volume, set at install (the dogu operator's since k8s-dogu-lib
+    /// v2.11): absent = the cluster's default class, `""` = none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -90,7 +90,7 @@ fn actual_dogu_state(installed: Option<&InstalledDogu<'_>>) -> api::DoguDiffStat
         absent: false,
         resource_config: Some(api::ResourceConfig {
             min_volume_size: Some(dogu.min_volume_size.canonical()),
-            storage_class_name: None,
+            storage_class_name: dogu.storage_class.map(str::to_owned),
         }),
         reverse_proxy_config: (!dogu.reverse_proxy.is_empty()).then(|| dogu.reverse_proxy.to_api()),
         additional_mounts: dogu.mounts.iter().map(|m| m.to_api()).collect(),
@@ -102,9 +102,12 @@ fn expected_dogu_state(target: &TargetDogu) -> api::DoguDiffState {
         namespace: target.name.namespace.clone(),
         version: target.version.as_ref().map(|v| v.raw().to_owned()),
         absent: target.absent,
-        resource_config: target
-            .min_volume_size
-            .map(|q| api::ResourceConfig { min_volume_size: Some(q.canonical()), storage_class_name: None }),
+        resource_config: (target.min_volume_size.is_some() || target.storage_class.is_some()).then(|| {
+            api::ResourceConfig {
+                min_volume_size: target.min_volume_size.map(|q| q.canonical()),
+                storage_class_name: target.storage_class.clone(),
+            }
+        }),
         reverse_proxy_config: (!target.reverse_proxy.is_empty()).then(|| target.reverse_proxy.to_api()),
         additional_mounts: target.mounts.iter().map(|m| m.to_api()).collect(),
     }

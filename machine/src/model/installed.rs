@@ -28,6 +28,8 @@ pub struct InstalledDogu<'o> {
     pub health: &'o str,
     pub started_at: Option<&'o Time>,
     pub min_volume_size: Quantity,
+    /// `spec.resources.storageClassName` as the CR has it (`None` = the cluster's default class).
+    pub storage_class: Option<&'o str>,
     pub reverse_proxy: ReverseProxy,
     pub mounts: Vec<Mount>,
     pub paused: bool,
@@ -166,6 +168,7 @@ impl<'o> InstalledDogu<'o> {
             health: status.and_then(|s| s.health.as_deref()).unwrap_or_default(),
             started_at: status.and_then(|s| s.started_at.as_ref()),
             min_volume_size,
+            storage_class: resources.and_then(|r| r.storage_class_name.as_deref()),
             reverse_proxy,
             mounts,
             paused: spec.pause_reconciliation.unwrap_or(false),

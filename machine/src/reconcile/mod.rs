@@ -112,10 +112,14 @@ impl<'o> Run<'o> {
         self.effective_blueprint = Some(effective.to_api());
 
         // What is observed: validity, health, the diff, and what blocks applying it.
-        let validity =
-            dynamic::validate(effective, &observation.descriptors, &observation.operator.provided_dependencies);
-        self.record_validity(&validity);
         let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
+        let validity = dynamic::validate(
+            effective,
+            &observation.descriptors,
+            &observation.operator.provided_dependencies,
+            &installed.dogus,
+        );
+        self.record_validity(&validity);
         let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
         self.record_health(&health, flags);
         let (resolved, missing_references) = references::resolve(effective, &observation.referenced_secrets);

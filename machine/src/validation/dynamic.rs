@@ -1,9 +1,11 @@
 //! Dynamic validation: checks that need the wanted dogus' descriptors (`dogu.json`): dependencies and
-//! additional mounts.
+//! additional mounts; and the one that needs the installed dogus: a storage class is set at install
+//! and cannot change.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::effective::EffectiveBlueprint;
+use crate::model::installed::InstalledDogu;
 use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
 use crate::observation::{DescriptorEntry, DescriptorLookup, ProvidedDependency};
 use crate::problem::Problem;
@@ -22,11 +24,13 @@ pub(crate) enum Validity {
     DescriptorsUnavailable(Problem),
 }
 
-/// `provided`: dependencies the platform provides without the dogu (feature flags).
+/// `provided`: dependencies the platform provides without the dogu (feature flags); `installed`: the
+/// installed dogus by simple name.
 pub(crate) fn validate(
     effective: &EffectiveBlueprint,
     descriptors: &[DescriptorEntry],
     provided: &BTreeSet<ProvidedDependency>,
+    installed: &BTreeMap<&str, InstalledDogu<'_>>,
 ) -> Validity {
     // Keyed by (namespace, simple name, version), so that lookups need no formatting (and no hashing:
     // a B-tree of borrowed keys is cheaper for the sizes blueprints have).
@@ -80,6 +84,10 @@ pub(crate) fn validate(
             "additionalMounts are invalid in effective blueprint",
             found.iter().flat_map(|(dogu, descriptor)| mount_problems(dogu, descriptor)).collect(),
         ),
+        Problem::wrap_all(
+            "storage classes are invalid in effective blueprint",
+            wanted.iter().filter_map(|dogu| storage_class_problem(dogu, installed)).collect(),
+        ),
     ]
     .into_iter()
     .flatten()
@@ -88,6 +96,30 @@ pub(crate) fn validate(
         Some(problem) => Validity::Invalid(problem),
         None => Validity::Valid,
     }
+}
+
+/// A wanted dogu that is installed must want the storage class it was installed with: the class of a
+/// volume cannot change (absent and `""` differ: the cluster's default class, or none).
+fn storage_class_problem(dogu: &TargetDogu, installed: &BTreeMap<&str, InstalledDogu<'_>>) -> Option<Problem> {
+    let installed = installed.get(dogu.name.simple.as_str())?;
+    let (wanted, actual) = (dogu.storage_class.as_deref(), installed.storage_class);
+    if wanted == actual {
+        return None;
+    }
+    let shown = |class: Option<&str>| match class {
+        None => "none (the cluster's default class)".to_owned(),
+        Some(class) => format!("{class:?}"),
+    };
+    let fix = match actual {
+        None => "remove storageClassName from the blueprint".to_owned(),
+        Some(class) => format!("set storageClassName: {class:?} in the blueprint"),
+    };
+    Some(Problem::new(format!(
+        "wanted dogu \"{}\"'s storage class differs from installed dogu: {} != {}: it is set at install and cannot change ({fix})",
+        dogu.name,
+        shown(wanted),
+        shown(actual)
+    )))
 }
 
 fn dependency_problems(

@@ -196,9 +196,6 @@ fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// ignored (a storage class or a config value silently not applied would be lost data).
 fn not_applied_yet(blueprint: &ParsedBlueprint) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for dogu in blueprint.dogus.iter().filter(|d| d.storage_class.is_some()) {
-        problems.push(Problem::new(format!("storageClassName of dogu {}", dogu.name)));
-    }
     let entries = blueprint
         .config
         .global

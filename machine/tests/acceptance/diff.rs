@@ -88,8 +88,11 @@ fn case_53_upgrades_are_applied_and_downgrades_forbidden() {
 
 fn with_size(scenario: Scenario, size: &str) -> Scenario {
     let mut scenario = scenario;
-    scenario.dogu_mut("nexus").spec.resources =
-        Some(DoguResources { min_data_volume_size: Some(QuantityText(size.into())), data_volume_size: None });
+    scenario.dogu_mut("nexus").spec.resources = Some(DoguResources {
+        min_data_volume_size: Some(QuantityText(size.into())),
+        data_volume_size: None,
+        storage_class_name: None,
+    });
     scenario
 }
 

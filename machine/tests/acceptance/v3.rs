@@ -2,7 +2,7 @@
 //! the §18 ones: the mask in a `BlueprintMask` object, and v3 fields not applied yet refused by name.
 
 use blueprint_machine::api::{BlueprintDogu, BlueprintManifest};
-use blueprint_machine::{Requeue, State};
+use blueprint_machine::{Operation, Requeue, State};
 
 use blueprint_machine::fixtures::*;
 
@@ -27,7 +27,7 @@ fn a_mask_in_a_blueprint_mask_object_is_applied_as_an_inline_one() {
     let mask = "dogus: [{name: official/dogu1, version: 3.2.1-2}, {name: official/dogu2, absent: true}]";
     let mut by_reference = Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{crRef: {{name: production}}}}"));
     by_reference.blueprint_masks = vec![blueprint_mask("production", mask)];
-    let mut inline = Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{manifest: {{{mask}}}}}"));
+    let inline = Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{manifest: {{{mask}}}}}"));
 
     let (by_reference, inline) = (by_reference.decide(), inline.decide());
     assert_eq!(cond(&by_reference, "Valid"), pair("True", "Valid"));
@@ -82,6 +82,91 @@ fn a_mask_with_both_manifest_and_reference_is_invalid() {
 fn v2s_inline_mask_and_v3s_manifest_are_the_same_mask() {
     let mask = "dogus: [{name: official/dogu2, absent: true}]";
     let v2 = Scenario::new(&format!("{TWO_DOGUS}blueprintMask: {{{mask}}}")).decide();
-    let mut v3 = Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{manifest: {{{mask}}}}}"));
+    let v3 = Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{manifest: {{{mask}}}}}"));
     assert_eq!(effective(&v2), effective(&v3.decide()));
+}
+
+// storageClassName (upstream v3.1): set at install, never changed, validated against the installed
+// Dogu, shown in the state diff.
+
+fn with_storage_class(class: Option<&str>) -> String {
+    let resource = match class {
+        None => "{minVolumeSize: 5Gi}".to_owned(),
+        Some(class) => format!("{{minVolumeSize: 5Gi, storageClassName: {class:?}}}"),
+    };
+    format!(
+        "displayName: x\nblueprint:\n  dogus:\n    - {{name: official/dogu1, version: 3.2.1-1, platformConfig: {{resource: {resource}}}}}\n"
+    )
+}
+
+fn installed_with(class: Option<&str>, size: &str) -> blueprint_machine::api::Dogu {
+    let mut dogu = dogu_cr("official/dogu1", "3.2.1-1");
+    dogu.spec.resources = Some(blueprint_machine::api::DoguResources {
+        min_data_volume_size: Some(blueprint_machine::api::QuantityText(size.into())),
+        data_volume_size: None,
+        storage_class_name: class.map(str::to_owned),
+    });
+    dogu
+}
+
+#[test]
+fn a_storage_class_is_set_when_the_dogu_is_installed_and_shown_in_the_diff() {
+    let decision = Scenario::v3(&with_storage_class(Some("fast-ssd"))).decide();
+    assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
+    let create = decision.actions.iter().find_map(|a| match &a.operation {
+        Operation::CreateDogu { object } => Some(object),
+        _ => None,
+    });
+    let resources = create.expect("dogu1 is installed").spec.resources.clone().unwrap();
+    assert_eq!(resources.storage_class_name.as_deref(), Some("fast-ssd"));
+    let diff = &decision.status.as_ref().unwrap().state_diff.as_ref().unwrap().dogu_diffs["dogu1"];
+    assert_eq!(diff.expected.resource_config.as_ref().unwrap().storage_class_name.as_deref(), Some("fast-ssd"));
+    assert_eq!(
+        dogu(effective(&decision), "official/dogu1")
+            .platform_config
+            .as_ref()
+            .unwrap()
+            .resource
+            .as_ref()
+            .unwrap()
+            .storage_class_name
+            .as_deref(),
+        Some("fast-ssd")
+    );
+}
+
+#[test]
+fn a_changed_storage_class_is_inconsistent_and_nothing_is_applied() {
+    for (wanted, installed) in
+        [(None, Some("fast-ssd")), (Some("slow"), Some("fast-ssd")), (Some(""), None), (Some("fast-ssd"), None)]
+    {
+        let decision =
+            Scenario::v3(&with_storage_class(wanted)).with_dogu_cr(installed_with(installed, "1Gi")).decide();
+        assert_eq!(cond(&decision, "Valid"), pair("False", "Inconsistent"), "{wanted:?} vs {installed:?}");
+        let m = message(&decision, "Valid");
+        assert!(m.contains("storage classes are invalid in effective blueprint"), "{m}");
+        assert!(m.contains("wanted dogu \"official/dogu1\"'s storage class differs from installed dogu"), "{m}");
+        assert!(decision.actions.is_empty(), "{wanted:?} vs {installed:?}: {:?}", decision.actions);
+    }
+}
+
+/// The class the dogu was installed with is kept: a later change (a bigger volume) patches only what
+/// changes, so a merge patch cannot touch the class; the diff shows it on both sides.
+#[test]
+fn the_same_storage_class_is_valid_and_patches_never_carry_it() {
+    let decision = Scenario::v3(&with_storage_class(Some("fast-ssd")))
+        .with_dogu_cr(installed_with(Some("fast-ssd"), "1Gi"))
+        .decide();
+    assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
+    let patch = decision.actions.iter().find_map(|a| match &a.operation {
+        Operation::PatchDogu { name, patch } if name == "dogu1" && patch["spec"].get("resources").is_some() => {
+            Some(patch)
+        }
+        _ => None,
+    });
+    let patch = patch.expect("the volume grows");
+    assert_eq!(patch["spec"]["resources"], serde_json::json!({"minDataVolumeSize": "5Gi"}));
+    let diff = &decision.status.as_ref().unwrap().state_diff.as_ref().unwrap().dogu_diffs["dogu1"];
+    assert_eq!(diff.actual.resource_config.as_ref().unwrap().storage_class_name.as_deref(), Some("fast-ssd"));
+    assert_eq!(diff.expected.resource_config.as_ref().unwrap().storage_class_name.as_deref(), Some("fast-ssd"));
 }

@@ -56,6 +56,8 @@ struct DoguKnob {
     mounts: Vec<&'static str>,
     mask: Option<(bool, Option<usize>)>,
     config: Vec<(usize, EntryKnob)>,
+    /// `storageClassName`: a class, or `""` (none).
+    storage_class: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -109,8 +111,9 @@ fn dogu_knob(world: World) -> impl Strategy<Value = DoguKnob> {
         proptest::sample::subsequence(VOLUMES.to_vec(), 0..=2),
         proptest::option::weighted(0.2, (proptest::bool::weighted(0.5), proptest::option::of(0..VERSIONS.len()))),
         entries(world),
+        proptest::option::weighted(0.3, proptest::sample::select(vec!["fast", ""])),
     )
-        .prop_map(|(premium, version, absent, size, body_size, mounts, mask, config)| DoguKnob {
+        .prop_map(|(premium, version, absent, size, body_size, mounts, mask, config, storage_class)| DoguKnob {
             premium,
             version,
             absent,
@@ -119,6 +122,7 @@ fn dogu_knob(world: World) -> impl Strategy<Value = DoguKnob> {
             mounts,
             mask,
             config,
+            storage_class,
         })
 }
 
@@ -213,9 +217,10 @@ fn build(
             version: Some(VERSIONS[version].into()),
             absent: Some(absent),
             platform_config: Some(PlatformConfig {
-                resource: knob
-                    .size
-                    .map(|s| ResourceConfig { min_volume_size: Some(s.into()), storage_class_name: None }),
+                resource: (knob.size.is_some() || knob.storage_class.is_some()).then(|| ResourceConfig {
+                    min_volume_size: knob.size.map(Into::into),
+                    storage_class_name: knob.storage_class.map(Into::into),
+                }),
                 reverse_proxy: knob
                     .body_size
                     .map(|s| ReverseProxyConfig { max_body_size: Some(s.into()), ..Default::default() }),
@@ -359,9 +364,14 @@ fn build(
         let namespace = if knob.premium { "premium" } else { "official" };
         let mut dogu = dogu_cr(&format!("{namespace}/{}", DOGUS[i]), VERSIONS[knob.version]);
         dogu.spec.pause_reconciliation = Some(knob.paused);
-        dogu.spec.resources = knob
-            .size
-            .map(|s| DoguResources { min_data_volume_size: Some(QuantityText(s.into())), data_volume_size: None });
+        // Installed with the class the blueprint names (a reachable blueprint keeps it); in any world a
+        // blueprint may name another (inconsistent).
+        let class = dogus[i].as_ref().and_then(|k| k.storage_class).filter(|_| reachable);
+        dogu.spec.resources = (knob.size.is_some() || class.is_some()).then(|| DoguResources {
+            min_data_volume_size: knob.size.map(|s| QuantityText(s.into())),
+            data_volume_size: None,
+            storage_class_name: class.map(Into::into),
+        });
         dogu.status = Some(DoguStatus { health: Some(knob.health.into()), ..dogu.status.unwrap() });
         model.dogus.insert(DOGUS[i].into(), dogu);
         if let Some(entries) = &knob.config {

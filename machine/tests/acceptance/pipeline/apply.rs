@@ -196,8 +196,11 @@ fn case_92_several_dogu_changes_make_one_patch() {
           reverseProxy: {maxBodySize: 1G, rewriteTarget: /, additionalConfig: additional}}}]}}",
     )
     .with_dogu("official/postgresql", "3.2.1-3");
-    scenario.dogu_mut("postgresql").spec.resources =
-        Some(DoguResources { min_data_volume_size: Some(QuantityText("2Gi".into())), data_volume_size: None });
+    scenario.dogu_mut("postgresql").spec.resources = Some(DoguResources {
+        min_data_volume_size: Some(QuantityText("2Gi".into())),
+        data_volume_size: None,
+        storage_class_name: None,
+    });
     let decision = scenario.decide();
     assert_eq!(action_summaries(&decision), ["patch dogus/postgresql"]);
     assert_eq!(

@@ -54,6 +54,12 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
                 .get(&(format!("official/{name}"), version.clone()))
                 .is_some_and(|d| d.dependencies.iter().any(|dep| !wanted_now.dogus.contains_key(&dep.name)));
             let premium = model.dogus.get(name).is_some_and(|d| d.spec.name.starts_with("premium/"));
+            let storage_class = model
+                .dogus
+                .get(name)
+                .and_then(|d| d.spec.resources.as_ref())
+                .map(|r| r.storage_class_name.clone())
+                .filter(Option::is_some);
             if unmet || premium || wanted_now.dogus.contains_key(name) {
                 return;
             }
@@ -64,7 +70,14 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
                 name: format!("official/{name}"),
                 version: Some(version),
                 absent: Some(false),
-                platform_config: None,
+                // An installed dogu keeps its storage class: the blueprint must name the same one.
+                platform_config: storage_class.map(|class| blueprint_machine::api::PlatformConfig {
+                    resource: Some(blueprint_machine::api::ResourceConfig {
+                        min_volume_size: None,
+                        storage_class_name: class,
+                    }),
+                    ..Default::default()
+                }),
             });
         }
         Edit::Remove { dogu } | Edit::Mask { dogu } => {
@@ -177,7 +190,12 @@ pub(super) fn apply_drift(model: &mut Model, drift: &Drift) {
         Drift::EditDogu { dogu } => {
             if let Some(d) = model.dogus.get_mut(DOGUS[*dogu]) {
                 let d: &mut Dogu = d;
-                d.spec.resources = None;
+                // The storage class stays: the Dogu CRD keeps it immutable (an edit cannot drop it).
+                let class = d.spec.resources.take().and_then(|r| r.storage_class_name);
+                d.spec.resources = class.map(|class| blueprint_machine::api::DoguResources {
+                    storage_class_name: Some(class),
+                    ..Default::default()
+                });
                 d.spec.additional_mounts = None;
             }
         }

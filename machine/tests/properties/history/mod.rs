@@ -173,6 +173,7 @@ pub fn cluster_state(model: &Model) -> ClusterState {
         if !resources.is_null()
             && default_size(&resources["minDataVolumeSize"])
             && default_size(&resources["dataVolumeSize"])
+            && resources["storageClassName"].is_null()
         {
             spec.as_object_mut().unwrap().remove("resources");
         }
@@ -406,7 +407,15 @@ impl Run {
             self.model.operators_progress();
         }
         let states: Vec<_> = self.decisions.iter().rev().take(bound).map(|d| d.state).collect();
-        Err(TestCaseError::fail(format!("not completed within {bound} reconciles (last first): {states:?}")))
+        let conditions = self.decisions.last().and_then(|d| d.status.as_ref()).map(|s| {
+            s.conditions
+                .iter()
+                .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                .collect::<Vec<_>>()
+        });
+        Err(TestCaseError::fail(format!(
+            "not completed within {bound} reconciles (last first): {states:?}; last conditions: {conditions:#?}"
+        )))
     }
 }
 
