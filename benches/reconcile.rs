@@ -111,6 +111,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         blueprint_count: 1,
         other_blueprints: Vec::new(),
         blueprint_masks: Vec::new(),
+        referenced_config_maps: Default::default(),
         undecodable: Vec::new(),
         dogus: installed_dogus.into_iter().map(Arc::new).collect(),
         components: vec![],

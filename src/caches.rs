@@ -30,6 +30,8 @@ pub struct Stores {
     pub sensitive_configs: Store<Decoded<Secret>>,
     /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
+    /// Every ConfigMap's metadata (no data): to notice changes of ConfigMaps `configRef`s name.
+    pub config_map_metadata: Store<PartialObjectMeta<ConfigMap>>,
     /// The backup operator's Restores (empty, and never watched, where its CRD is not installed).
     pub restores: Store<kube::api::DynamicObject>,
     /// The debug-mode operator's `DebugMode` objects (likewise).
@@ -41,7 +43,7 @@ pub struct Stores {
 }
 
 /// How many caches there are: each marks one bit of [`Filled`].
-pub const CACHES: u32 = 10;
+pub const CACHES: u32 = 11;
 
 /// [`Filled`]'s mark once every cache has listed its objects.
 const ALL_FILLED: u32 = (1 << CACHES) - 1;
@@ -160,6 +162,7 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
+            config_map_metadata: empty(),
             restores: crate::other_operators::none(crate::other_operators::RESTORE),
             debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
             blueprint_masks: empty(),

@@ -200,6 +200,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             blueprint_count: 1,
             other_blueprints: Vec::new(),
             blueprint_masks: Vec::new(),
+            referenced_config_maps: Default::default(),
             undecodable: Vec::new(),
             dogus: vec![],
             components: vec![],

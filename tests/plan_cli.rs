@@ -358,10 +358,10 @@ fn a_version_the_registry_does_not_have_is_an_error_with_the_reason() {
 }
 
 /// `plan` reads both versions (the operator reads v3; a v2 file is converted as the API server would):
-/// the upgrade example in v3 plans exactly as in v2. A v3 field this operator does not apply yet makes
-/// the blueprint invalid, with a message naming it, rather than being ignored.
+/// the upgrade example in v3 plans exactly as in v2. A `configRef` is resolved among the snapshot's
+/// ConfigMaps: missing, the plan is blocked naming it; present, its value is planned.
 #[test]
-fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_refused_by_name() {
+fn a_v3_blueprint_plans_as_its_v2_form_and_config_refs_resolve_in_the_snapshot() {
     use blueprint_machine::conversion::{ApiVersion, convert};
     let dir = tempfile::tempdir().unwrap();
     let v2: Value =
@@ -376,17 +376,27 @@ fn a_v3_blueprint_plans_as_its_v2_form_and_unapplied_v3_fields_are_refused_by_na
     assert_eq!(stderr(&as_v3), "");
 
     v3["spec"]["blueprint"]["config"]["global"][0] =
-        json!({"key": "fqdn", "configRef": {"name": "settings", "key": "fqdn"}});
+        json!({"key": "fqdn", "configRef": {"name": "site-settings", "key": "fqdn"}});
     std::fs::write(&file, v3.to_string()).unwrap();
-    let with_reference = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
-    assert_eq!(with_reference.status.code(), Some(1));
-    let message = stderr(&with_reference);
-    assert!(
-        message.starts_with("error: the blueprint is invalid: ")
-            && message.contains("blueprint uses what this operator does not apply yet")
-            && message.contains(r#"configRef of global config key "fqdn""#),
-        "{message}"
-    );
+    let missing = plan_example(file.to_str().unwrap(), "upgrade/cluster.yaml", &[]);
+    let text = stdout(&missing);
+    assert!(text.contains("MissingConfigReferences"), "{text}");
+    assert!(text.contains(r#"referenced config map "site-settings" does not exist"#), "{text}");
+
+    let cluster = dir.path().join("cluster.yaml");
+    let snapshot = std::fs::read_to_string(example("upgrade/cluster.yaml")).unwrap();
+    let settings = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: site-settings, namespace: ecosystem}\ndata: {fqdn: planned.example.com}\n";
+    std::fs::write(&cluster, format!("{snapshot}\n---\n{settings}")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args(["plan", "-f", file.to_str().unwrap(), "--cluster", cluster.to_str().unwrap(), "--descriptors"])
+        .arg(example("descriptors"))
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&output)));
+    let global = &plan["status"]["stateDiff"]["globalConfigDiff"];
+    let fqdn = global.as_array().unwrap().iter().find(|e| e["key"] == "fqdn").expect("fqdn is planned");
+    assert_eq!(fqdn["expected"]["value"], "planned.example.com");
 }
 
 /// `-f -` reads the Blueprint from standard input (issue "Adoption": `kubectl get bp -o yaml | plan -f -`).

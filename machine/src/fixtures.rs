@@ -151,6 +151,8 @@ pub struct Scenario {
     pub restores: Vec<crate::observation::RestoreObservation>,
     pub debug_mode: Option<crate::observation::DebugModeObservation>,
     pub blueprint_masks: Vec<crate::api::BlueprintMaskObject>,
+    /// ConfigMaps `configRef`s may name, by name.
+    pub referenced_config_maps: BTreeMap<String, crate::observation::ReferencedConfigMap>,
 }
 
 /// A `BlueprintMask` named `name` in `NAMESPACE` with this spec (YAML).
@@ -189,6 +191,7 @@ impl Scenario {
             provided_dependencies: Default::default(),
             restores: Vec::new(),
             blueprint_masks: Vec::new(),
+            referenced_config_maps: BTreeMap::new(),
             debug_mode: None,
         }
     }
@@ -310,6 +313,13 @@ impl Scenario {
         self
     }
 
+    /// A ConfigMap `configRef`s may name, with these entries.
+    pub fn with_referenced_config_map(mut self, name: &str, entries: &[(&str, &str)]) -> Self {
+        let data = entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        self.referenced_config_maps.insert(name.into(), crate::observation::ReferencedConfigMap::Present { data });
+        self
+    }
+
     pub fn at(mut self, now: Time) -> Self {
         self.now = now;
         self
@@ -361,6 +371,7 @@ impl Scenario {
             dogu_configs: self.dogu_configs.clone(),
             sensitive_configs: self.sensitive.clone(),
             referenced_secrets: self.secrets.clone(),
+            referenced_config_maps: self.referenced_config_maps.clone(),
             descriptors,
             health_config: self.health_config.clone(),
             restores: self.restores.clone(),

@@ -51,6 +51,10 @@ pub struct Observation {
     /// The Secrets the blueprint references, by name; a name without an entry is missing.
     #[serde(default)]
     pub referenced_secrets: BTreeMap<String, ReferencedSecret>,
+    /// The ConfigMaps the blueprint's `configRef`s name, by name; a name without an entry is missing.
+    /// (Plain config: their values are no secret.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub referenced_config_maps: BTreeMap<String, ReferencedConfigMap>,
     /// Descriptors of the dogus the blueprint wants (see [`crate::wanted_descriptors`]).
     #[serde(default)]
     pub descriptors: Vec<DescriptorEntry>,
@@ -267,6 +271,18 @@ pub enum ReferencedSecret {
         keys: BTreeMap<String, SecretDigest>,
     },
     /// It exists but does not fit the Secret type (its content is not described: it is sensitive).
+    Unreadable,
+}
+
+/// A ConfigMap a `configRef` names.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum ReferencedConfigMap {
+    Missing,
+    Present {
+        data: BTreeMap<String, String>,
+    },
+    /// It exists but does not fit the ConfigMap type.
     Unreadable,
 }
 

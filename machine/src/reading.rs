@@ -56,6 +56,26 @@ impl<'b> Reading<'b> {
         }
     }
 
+    /// The ConfigMaps a reconcile reads `configRef` values from.
+    pub fn referenced_config_maps(&self) -> BTreeSet<String> {
+        match &self.result {
+            Ok(read) => references::referenced_config_map_names(&read.effective),
+            Err(_) => BTreeSet::new(),
+        }
+    }
+
+    /// Every ConfigMap the spec's `configRef`s name, whatever the mask makes of them (see
+    /// [`Reading::secrets_named_in`]).
+    pub fn config_maps_named_in(blueprint: &Blueprint) -> BTreeSet<String> {
+        let config = blueprint.blueprint_spec().and_then(|s| s.blueprint.as_ref()).and_then(|b| b.config.as_ref());
+        let Some(config) = config else { return BTreeSet::new() };
+        let dogu_entries = config.dogus.iter().flat_map(|dogus| dogus.values().flatten());
+        dogu_entries
+            .chain(config.global.iter().flatten())
+            .filter_map(|entry| entry.config_ref.as_ref().map(|r| r.name.clone()))
+            .collect()
+    }
+
     /// Every Secret the spec's config entries name, whatever the mask makes of them: what a change of
     /// a Secret may concern (a superset of [`Reading::referenced_secrets`], which needs the mask).
     pub fn secrets_named_in(blueprint: &Blueprint) -> BTreeSet<String> {

@@ -1,9 +1,10 @@
-//! Secret references of sensitive config entries, resolved to digests.
+//! References of config entries: Secrets of sensitive entries, resolved to digests; ConfigMaps of
+//! `configRef`s (plain config), resolved to their values.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::ResolvedSecrets;
-use crate::observation::ReferencedSecret;
+use crate::observation::{ReferencedConfigMap, ReferencedSecret};
 use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
@@ -18,6 +19,61 @@ fn references<'e, 'a>(
     effective.config.dogus.iter().flat_map(|(dogu, entries)| {
         entries.iter().filter(|e| e.sensitive && !e.absent).filter_map(move |e| e.secret_ref.map(|r| (*dogu, e.key, r)))
     })
+}
+
+/// The ConfigMaps the effective blueprint's `configRef`s name (dogu and global config).
+pub(crate) fn referenced_config_map_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
+    config_references(effective).map(|(_, _, r)| r.name.clone()).collect()
+}
+
+/// `(dogu or None for global, key, reference)` of every `configRef` of an entry that is not absent.
+fn config_references<'e, 'a>(
+    effective: &'e EffectiveBlueprint<'a>,
+) -> impl Iterator<Item = (Option<&'a str>, &'a str, &'a crate::api::ConfigMapKeyReference)> + 'e {
+    let dogus = effective.config.dogus.iter().flat_map(|(dogu, entries)| entries.iter().map(move |e| (Some(*dogu), e)));
+    let global = effective.config.global.iter().map(|e| (None, e));
+    dogus.chain(global).filter(|(_, e)| !e.absent).filter_map(|(dogu, e)| e.config_ref.map(|r| (dogu, e.key, r)))
+}
+
+/// The values of `configRef`s by `(dogu or None for global, key)`.
+pub(crate) type ResolvedConfigRefs<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a str>;
+
+/// Resolves every `configRef`; the problem lists every missing ConfigMap and key at once.
+pub(crate) fn resolve_config_refs<'a>(
+    effective: &EffectiveBlueprint<'a>,
+    config_maps: &'a BTreeMap<String, ReferencedConfigMap>,
+) -> (ResolvedConfigRefs<'a>, Option<Problem>) {
+    let mut resolved = ResolvedConfigRefs::new();
+    let mut reported = BTreeSet::new();
+    let mut problems = Vec::new();
+    for (dogu, key, reference) in config_references(effective) {
+        match config_maps.get(&reference.name) {
+            Some(ReferencedConfigMap::Present { data }) => match data.get(&reference.key) {
+                Some(value) => {
+                    resolved.insert((dogu, key), value.as_str());
+                }
+                None => problems.push(Problem::new(format!(
+                    "referenced key \"{}\" in config map \"{}\" does not exist",
+                    reference.key, reference.name
+                ))),
+            },
+            Some(ReferencedConfigMap::Unreadable) => {
+                if reported.insert(reference.name.clone()) {
+                    problems.push(Problem::new(format!(
+                        "referenced config map \"{}\" cannot be read: it does not fit the ConfigMap type",
+                        reference.name
+                    )));
+                }
+            }
+            Some(ReferencedConfigMap::Missing) | None => {
+                if reported.insert(reference.name.clone()) {
+                    problems.push(Problem::new(format!("referenced config map \"{}\" does not exist", reference.name)));
+                }
+            }
+        }
+    }
+    let problem = Problem::wrap_all("could not load referenced config", problems);
+    (resolved, problem)
 }
 
 /// Resolves every reference; the problem lists every missing Secret and key.

@@ -128,6 +128,9 @@ pub async fn run_controller(
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
     let (secret_metadata, secret_changes) =
         reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
+    // Likewise every ConfigMap's metadata: a ConfigMap a `configRef` names may be any of them.
+    let (config_map_metadata, config_map_metadata_changes) =
+        reflect(Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
     // Restores and the DebugMode, where their operators' CRDs are installed.
     let discovered = crate::other_operators::discover(&c).await;
@@ -145,6 +148,7 @@ pub async fn run_controller(
     let sensitive_changes = filling.track(sensitive_changes);
     let secret_changes = filling.track(secret_changes);
     let mask_changes = filling.track(mask_changes);
+    let config_map_metadata_changes = filling.track(config_map_metadata_changes);
     let mut track_other = |changes: Option<Events<DynamicObject>>| match changes {
         Some(changes) => filling.track(changes),
         None => {
@@ -163,6 +167,7 @@ pub async fn run_controller(
         health_config,
         sensitive_configs,
         secret_metadata,
+        config_map_metadata,
         restores,
         debug_modes,
         blueprint_masks,
@@ -200,6 +205,7 @@ pub async fn run_controller(
         triggers::every_blueprint(restore_changes, targets.clone(), triggers::any_restore),
         triggers::every_blueprint(mask_changes, targets.clone(), triggers::any_blueprint_mask),
         triggers::every_blueprint(debug_mode_changes, targets.clone(), triggers::any_debug_mode),
+        triggers::config_map_reference_triggers(config_map_metadata_changes, targets.clone()),
         triggers::secret_triggers(secret_changes, targets),
     ]);
     let reconcile_requests = Debounced::new(all, options.debounce);

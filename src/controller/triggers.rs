@@ -8,7 +8,9 @@
 //!   health config, or of a sensitive-config Secret: every Blueprint;
 //! - a config ConfigMap (global or dogu config): every Blueprint; not the local dogu registry's
 //!   ConfigMaps (also `app=ces`): filling that cache of descriptors changes no decision;
-//! - any other Secret: the Blueprints that reference it.
+//! - any other Secret: the Blueprints that reference it;
+//! - any ConfigMap a `configRef` names (created, changed or deleted): the Blueprints that reference it;
+//! - a `BlueprintMask`: every Blueprint.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -33,13 +35,20 @@ type Triggers = BoxStream<'static, ObjectRef<Decoded<Blueprint>>>;
 #[derive(Clone)]
 pub struct Targets {
     blueprints: Store<Decoded<Blueprint>>,
-    /// The Secrets each Blueprint references, by Blueprint name, with the generation they were read
-    /// from: a Secret's change does not parse every Blueprint again.
-    references: Arc<Mutex<HashMap<String, References>>>,
+    /// The Secrets and ConfigMaps each Blueprint references, by Blueprint name, with the generation
+    /// they were read from: a Secret's change does not parse every Blueprint again.
+    references: Arc<Mutex<HashMap<String, ReadReferences>>>,
 }
 
-/// The Secrets one Blueprint references, and the generation they were read from.
-type References = (i64, Arc<BTreeSet<String>>);
+/// One Blueprint's references and the generation they were read from.
+type ReadReferences = (i64, Arc<References>);
+
+/// The objects one Blueprint's config entries name.
+#[derive(Default)]
+struct References {
+    secrets: BTreeSet<String>,
+    config_maps: BTreeSet<String>,
+}
 
 impl Targets {
     pub fn new(blueprints: Store<Decoded<Blueprint>>) -> Self {
@@ -53,6 +62,16 @@ impl Targets {
 
     /// The Blueprints that reference the Secret `name`.
     pub fn referencing(&self, name: &str) -> Vec<ObjectRef<Decoded<Blueprint>>> {
+        self.naming(|references| references.secrets.contains(name))
+    }
+
+    /// The Blueprints whose `configRef`s name the ConfigMap `name`.
+    pub fn referencing_config_map(&self, name: &str) -> Vec<ObjectRef<Decoded<Blueprint>>> {
+        self.naming(|references| references.config_maps.contains(name))
+    }
+
+    /// The Blueprints whose references `names` accepts.
+    fn naming(&self, names: impl Fn(&References) -> bool) -> Vec<ObjectRef<Decoded<Blueprint>>> {
         let mut references = self.references.lock().expect("not poisoned");
         let blueprints = self.blueprints.state();
         references.retain(|known, _| blueprints.iter().any(|b| b.meta().name.as_deref() == Some(known)));
@@ -63,9 +82,13 @@ impl Targets {
                 let generation = blueprint.metadata.generation.unwrap_or_default();
                 let entry = references.entry(blueprint.name_any()).or_insert_with(|| (i64::MIN, Arc::default()));
                 if entry.0 != generation {
-                    *entry = (generation, Arc::new(blueprint_machine::Reading::secrets_named_in(blueprint)));
+                    let references = References {
+                        secrets: blueprint_machine::Reading::secrets_named_in(blueprint),
+                        config_maps: blueprint_machine::Reading::config_maps_named_in(blueprint),
+                    };
+                    *entry = (generation, Arc::new(references));
                 }
-                entry.1.contains(name)
+                names(&entry.1)
             })
             .map(|b| ObjectRef::from_obj(b.as_ref()))
             .collect()
@@ -129,6 +152,14 @@ pub fn secret_triggers(events: Events<PartialObjectMeta<Secret>>, targets: Targe
     touched(events).flat_map(move |secret| stream::iter(targets.referencing(&secret.name_any()))).boxed()
 }
 
+/// Changes of ConfigMaps (their metadata: every ConfigMap of the namespace), to the Blueprints whose
+/// `configRef`s name them.
+pub fn config_map_reference_triggers(events: Events<PartialObjectMeta<ConfigMap>>, targets: Targets) -> Triggers {
+    touched(events)
+        .flat_map(move |config_map| stream::iter(targets.referencing_config_map(&config_map.name_any())))
+        .boxed()
+}
+
 /// The objects added, changed or deleted (errors are the watcher's to retry and log).
 fn touched<K: Send + 'static>(events: Events<K>) -> BoxStream<'static, K> {
     events
@@ -159,14 +190,14 @@ pub fn any_secret(_: &Decoded<Secret>) -> bool {
     true
 }
 
-/// A Restore that starts or ends concerns every Blueprint (nothing is applied while one is in
-/// progress; its end is what the paused Blueprints wait for).
 /// A `BlueprintMask`: the Blueprint that references it may be masked differently now (there is one
 /// Blueprint per namespace, so no index of which references which).
 pub fn any_blueprint_mask(_: &Decoded<blueprint_machine::api::BlueprintMaskObject>) -> bool {
     true
 }
 
+/// A Restore that starts or ends concerns every Blueprint (nothing is applied while one is in
+/// progress; its end is what the paused Blueprints wait for).
 pub fn any_restore(_: &kube::api::DynamicObject) -> bool {
     true
 }

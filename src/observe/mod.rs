@@ -7,7 +7,7 @@
 
 pub mod decoded;
 pub mod digest;
-pub mod secrets;
+pub mod referenced;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,12 +20,12 @@ use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
 use blueprint_machine::naming::HEALTH_CONFIG;
 use blueprint_machine::observation::{
-    ConfigObservation, DebugModeObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedSecret,
-    RestoreObservation, SecretDigest, UndecodableObject,
+    ConfigObservation, DebugModeObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedConfigMap,
+    ReferencedSecret, RestoreObservation, SecretDigest, UndecodableObject,
 };
 
 use blueprint_machine::config_format::{self, DATA_KEY};
-use decoded::Undecodable;
+use decoded::{Decoded, Undecodable};
 
 pub use digest::Digester;
 
@@ -129,6 +129,8 @@ pub struct Snapshot<'a> {
     pub undecodable: Vec<(&'a str, &'a Undecodable)>,
     /// Referenced Secrets digested already (the controller's cache); `None`: digest them from `secrets`.
     pub referenced_secrets: Option<BTreeMap<String, ReferencedSecret>>,
+    /// Referenced ConfigMaps read already (the controller's cache); `None`: find them in `config_maps`.
+    pub referenced_config_maps: Option<BTreeMap<String, ReferencedConfigMap>>,
     pub descriptors: Vec<DescriptorEntry>,
     /// The backup operator's Restores (empty where its CRDs are not installed).
     pub restores: Vec<RestoreObservation>,
@@ -207,6 +209,10 @@ impl Snapshot<'_> {
             Some(digested) => digested.clone(),
             None => self.digest_referenced_secrets(digester),
         };
+        let referenced_config_maps = match &self.referenced_config_maps {
+            Some(read) => read.clone(),
+            None => self.find_referenced_config_maps(),
+        };
         Observation {
             now: self.now.clone(),
             operator: self.operator.clone(),
@@ -221,11 +227,35 @@ impl Snapshot<'_> {
             dogu_configs,
             sensitive_configs,
             referenced_secrets,
+            referenced_config_maps,
             descriptors: self.descriptors.clone(),
             health_config,
             restores: self.restores.clone(),
             debug_mode: self.debug_mode.clone(),
         }
+    }
+
+    /// The ConfigMaps the blueprint's `configRef`s name, from `config_maps`; a name without a ConfigMap
+    /// there is missing.
+    fn find_referenced_config_maps(&self) -> BTreeMap<String, ReferencedConfigMap> {
+        let referenced = self
+            .blueprint
+            .as_deref()
+            .map(|b| blueprint_machine::Reading::of(b, &self.blueprint_masks).referenced_config_maps())
+            .unwrap_or_default();
+        referenced
+            .into_iter()
+            .map(|name| {
+                let found = self.config_maps.iter().find(|c| c.metadata.name.as_deref() == Some(name.as_str()));
+                let observed = match found {
+                    Some(config_map) => {
+                        ReferencedConfigMap::Present { data: config_map.data.clone().unwrap_or_default() }
+                    }
+                    None => ReferencedConfigMap::Missing,
+                };
+                (name, observed)
+            })
+            .collect()
     }
 
     /// The Secrets the blueprint references, digested from `secrets`; a name without a Secret there is
@@ -246,6 +276,17 @@ impl Snapshot<'_> {
             digested.entry(name).or_insert(ReferencedSecret::Missing);
         }
         digested
+    }
+}
+
+/// A ConfigMap a `configRef` names, as read (`None`: it does not exist).
+pub fn referenced_config_map(read: Option<&Decoded<ConfigMap>>) -> ReferencedConfigMap {
+    match read {
+        None => ReferencedConfigMap::Missing,
+        Some(Decoded::Undecodable(_)) => ReferencedConfigMap::Unreadable,
+        Some(Decoded::Object(config_map)) => {
+            ReferencedConfigMap::Present { data: config_map.data.clone().unwrap_or_default() }
+        }
     }
 }
 

@@ -89,6 +89,19 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
             None => {}
         }
     }
+    // The ConfigMaps `configRef`s name, by name (any ConfigMap of the namespace, labelled or not).
+    let config_maps = Api::<Decoded<ConfigMap>>::namespaced(client.clone(), namespace);
+    for name in blueprint_machine::Reading::of(blueprint, &objects.masks_in(namespace)).referenced_config_maps() {
+        if objects.config_maps.iter().any(|c| c.metadata.name.as_deref() == Some(name.as_str())) {
+            continue;
+        }
+        let read = config_maps.get_opt(&name).await;
+        match read.map_err(|source| LiveError::Read { what: "ConfigMap", namespace: namespace.to_owned(), source })? {
+            Some(Decoded::Object(config_map)) => objects.config_maps.push(Arc::unwrap_or_clone(config_map)),
+            Some(Decoded::Undecodable(undecodable)) => objects.undecodable.push(("ConfigMap", undecodable)),
+            None => {}
+        }
+    }
     Ok(objects)
 }
 

@@ -20,7 +20,7 @@ use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
 use crate::metrics::Metrics;
 use crate::observe::Digester;
-use crate::observe::secrets::SecretDigests;
+use crate::observe::referenced::ByVersion;
 
 /// How long a reconcile waits for the caches to be filled before it gives up (and is retried with
 /// backoff): deciding on an unfilled cache would mean deciding on a cluster without those objects.
@@ -31,6 +31,8 @@ pub const CACHE_WAIT: Duration = Duration::from_secs(30);
 pub enum ObserveError {
     #[error("could not read a referenced Secret: {0}")]
     ReadSecret(#[source] kube::Error),
+    #[error("could not read a referenced ConfigMap: {0}")]
+    ReadConfigMap(#[source] kube::Error),
     #[error(transparent)]
     CachesStopped(#[from] CachesStopped),
     #[error("the caches are not filled after {0:?}: the API server cannot be listed (see the watcher errors)")]
@@ -44,7 +46,9 @@ pub struct Context {
     pub stores: Stores,
     pub descriptors: Arc<dyn DescriptorSource>,
     pub digester: Digester,
-    pub secrets: SecretDigests,
+    /// Referenced Secrets' digests and referenced ConfigMaps' data, by `resourceVersion`.
+    pub secrets: ByVersion<blueprint_machine::observation::ReferencedSecret>,
+    pub config_maps: ByVersion<blueprint_machine::observation::ReferencedConfigMap>,
     pub reporter: Reporter,
     pub metrics: Arc<Metrics>,
     pub backoff: BackoffTracker,
@@ -75,7 +79,8 @@ impl Context {
             stores,
             descriptors,
             digester: Digester::random(),
-            secrets: SecretDigests::default(),
+            secrets: ByVersion::default(),
+            config_maps: ByVersion::default(),
             reporter,
             metrics,
             backoff: BackoffTracker::default(),
@@ -185,6 +190,7 @@ mod tests {
             health_config: empty(),
             sensitive_configs: empty(),
             secret_metadata: empty(),
+            config_map_metadata: empty(),
             restores: crate::other_operators::none(crate::other_operators::RESTORE),
             debug_modes: crate::other_operators::none(crate::other_operators::DEBUG_MODE),
             blueprint_masks: empty(),

@@ -1,19 +1,21 @@
-//! Step 1, observe: the caches, the referenced Secrets (as digests), the dogu descriptors and the clock,
-//! into the machine's `Observation`. The Blueprint's reading says which descriptors and Secrets.
+//! Step 1, observe: the caches, the referenced Secrets (as digests) and ConfigMaps, the dogu descriptors
+//! and the clock, into the machine's `Observation`. The Blueprint's reading says which of them.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Resource;
 use kube::api::Api;
 
 use blueprint_machine::Reading;
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject};
-use blueprint_machine::observation::{DescriptorEntry, Observation};
+use blueprint_machine::observation::{DescriptorEntry, Observation, ReferencedSecret};
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
-use crate::observe::{Snapshot, debug_mode_observation, is_health_config, restore_observation};
+use crate::observe::{
+    Snapshot, debug_mode_observation, is_health_config, referenced_config_map, referenced_secret, restore_observation,
+};
 
 /// The namespace's `BlueprintMask`s as cached: read before the Blueprint is (its mask reference needs
 /// them), and observed with the rest.
@@ -44,15 +46,27 @@ pub(super) async fn observe(
         .chain(undecodable("Secret", &sensitive))
         .collect();
 
-    let referenced = match reading {
+    let (referenced, referenced_config_maps) = match reading {
         Some(reading) => {
-            let api = Api::<Decoded<Secret>>::namespaced(context.client.clone(), &context.namespace);
-            let names = reading.referenced_secrets();
-            context
+            let (namespace, digester) = (&context.namespace, &context.digester);
+            let api = Api::<Decoded<Secret>>::namespaced(context.client.clone(), namespace);
+            let secrets = context
                 .secrets
-                .observe(&names, &stores.secret_metadata, &api, &context.namespace, &context.digester)
+                .observe(&reading.referenced_secrets(), &stores.secret_metadata, &api, namespace, |read| match read {
+                    Some(Decoded::Undecodable(_)) => ReferencedSecret::Unreadable,
+                    Some(Decoded::Object(secret)) => referenced_secret(Some(secret), digester),
+                    None => referenced_secret(None, digester),
+                })
                 .await
-                .map_err(ObserveError::ReadSecret)?
+                .map_err(ObserveError::ReadSecret)?;
+            let api = Api::<Decoded<ConfigMap>>::namespaced(context.client.clone(), namespace);
+            let names = reading.referenced_config_maps();
+            let config_maps = context
+                .config_maps
+                .observe(&names, &stores.config_map_metadata, &api, namespace, referenced_config_map)
+                .await
+                .map_err(ObserveError::ReadConfigMap)?;
+            (secrets, config_maps)
         }
         None => Default::default(),
     };
@@ -88,6 +102,7 @@ pub(super) async fn observe(
         secrets: sensitive.iter().filter_map(|s| s.object()).map(AsRef::as_ref).collect(),
         undecodable,
         referenced_secrets: Some(referenced),
+        referenced_config_maps: Some(referenced_config_maps),
         descriptors,
         debug_mode: stores.debug_modes.state().iter().find_map(|d| debug_mode_observation(d)),
         restores: stores.restores.state().iter().map(|r| restore_observation(r)).collect(),

@@ -174,6 +174,7 @@ impl Harness {
             health_config: store::<Decoded<ConfigMap>>(&[]),
             sensitive_configs: store(&decoded(&self.sensitive)),
             secret_metadata: store(&metadata),
+            config_map_metadata: store::<PartialObjectMeta<ConfigMap>>(&[]),
             restores: blueprint_operator::other_operators::none("Restore"),
             debug_modes: blueprint_operator::other_operators::none("DebugMode"),
             blueprint_masks: store::<Decoded<blueprint_machine::api::BlueprintMaskObject>>(&[]),

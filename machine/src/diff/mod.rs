@@ -133,6 +133,7 @@ pub(crate) fn compute<'a>(
     installed: &'a Installed<'a>,
     observation: &Observation,
     resolved: &ResolvedSecrets<'_>,
+    referenced: &crate::references::ResolvedConfigRefs<'_>,
 ) -> (Diff<'a>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut diff = Diff { gateway: routes_through_gateway(effective, installed), ..Diff::default() };
@@ -168,7 +169,7 @@ pub(crate) fn compute<'a>(
     let config = &effective.config;
     if !config.global.is_empty() {
         match readable(&observation.global_config, || "global config".into()) {
-            Ok(actual) => diff.global = value_changes(config.global.iter(), actual),
+            Ok(actual) => diff.global = value_changes(with_referenced(None, config.global.iter(), referenced), actual),
             Err(problem) => problems.push(problem),
         }
     }
@@ -182,7 +183,7 @@ pub(crate) fn compute<'a>(
             let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
-                    let changes = value_changes(normal, actual);
+                    let changes = value_changes(with_referenced(Some(dogu), normal, referenced), actual);
                     if !changes.is_empty() {
                         diff.dogu_config.insert(dogu.to_owned(), changes);
                     }
@@ -234,6 +235,25 @@ pub(crate) fn compute<'a>(
     (diff, problems)
 }
 
+/// The entries with the values of their `configRef`s (`dogu`: `None` for global config); an entry
+/// whose reference is unresolved is left out (the blueprint is not executable then).
+fn with_referenced<'e, 'x>(
+    dogu: Option<&'x str>,
+    entries: impl Iterator<Item = &'e crate::model::ConfigEntry<'x>> + 'e,
+    referenced: &'e crate::references::ResolvedConfigRefs<'x>,
+) -> impl Iterator<Item = crate::model::ConfigEntry<'x>> + 'e
+where
+    'x: 'e,
+{
+    entries.filter_map(move |entry| match entry.config_ref {
+        Some(_) if !entry.absent => {
+            let value = referenced.get(&(dogu, entry.key))?;
+            Some(crate::model::ConfigEntry { value: Some(value), ..*entry })
+        }
+        _ => Some(*entry),
+    })
+}
+
 /// The entries of a config object, or why they cannot be read. A missing object is an empty config.
 /// (`what` names the object only when it is needed: formatting it for every dogu was measurable.)
 fn readable<V>(
@@ -249,8 +269,8 @@ fn readable<V>(
     }
 }
 
-fn value_changes<'e, 'a: 'e>(
-    entries: impl Iterator<Item = &'e crate::model::ConfigEntry<'a>>,
+fn value_changes<'a>(
+    entries: impl Iterator<Item = crate::model::ConfigEntry<'a>>,
     actual: Option<&BTreeMap<String, String>>,
 ) -> Vec<ConfigChange> {
     let mut changes = Vec::new();

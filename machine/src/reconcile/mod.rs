@@ -122,8 +122,11 @@ impl<'o> Run<'o> {
         self.record_validity(&validity);
         let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
         self.record_health(&health, flags);
-        let (resolved, missing_references) = references::resolve(effective, &observation.referenced_secrets);
-        let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved);
+        let (resolved, missing_secrets) = references::resolve(effective, &observation.referenced_secrets);
+        let (values, missing_config) = references::resolve_config_refs(effective, &observation.referenced_config_maps);
+        let missing_references =
+            crate::problem::Problem::join(missing_config.into_iter().chain(missing_secrets).collect());
+        let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved, &values);
         self.record_diff(&diff);
         self.record_platform(&diff, effective);
         let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);

@@ -12,7 +12,6 @@ pub(crate) fn validate(blueprint: &ParsedBlueprint) -> Result<(), Problem> {
         Problem::wrap_all("blueprint is invalid", blueprint_problems(blueprint)),
         Problem::wrap_all("blueprint mask is invalid", mask_problems(blueprint)),
         Problem::wrap_all("blueprint mask does not match the blueprint", mask_match_problems(blueprint)),
-        Problem::wrap_all("blueprint uses what this operator does not apply yet", not_applied_yet(blueprint)),
     ]
     .into_iter()
     .flatten()
@@ -119,10 +118,19 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
         if entry.value.is_some() || entry.secret_ref.is_some() {
             problems.push(Problem::new("absent entries cannot have value or secretRef"));
         }
+        if entry.config_ref.is_some() {
+            problems.push(Problem::new("absent entries cannot have a configRef"));
+        }
         return problems;
     }
     if entry.value.is_some() && entry.secret_ref.is_some() {
         problems.push(Problem::new("config entries can have either a value or a secretRef"));
+    }
+    if entry.config_ref.is_some() && (entry.value.is_some() || entry.secret_ref.is_some()) {
+        problems.push(Problem::new("config entries with a configRef can have neither a value nor a secretRef"));
+    }
+    if entry.config_ref.is_some() && entry.sensitive {
+        problems.push(Problem::new("sensitive config entries cannot have a configRef (use a secretRef)"));
     }
     if entry.secret_ref.is_some() && !entry.sensitive {
         problems.push(Problem::new("config entries with secret references have to be sensitive"));
@@ -134,7 +142,7 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     if entry.sensitive && entry.secret_ref.is_none() && entry.value.is_none() {
         problems.push(Problem::new(format!("sensitive config entry \"{}\" needs a secretRef", entry.key)));
     }
-    if !entry.sensitive && entry.value.is_none() && entry.secret_ref.is_none() {
+    if !entry.sensitive && entry.value.is_none() && entry.secret_ref.is_none() && entry.config_ref.is_none() {
         problems.push(missing_value(entry.key));
     }
     problems
@@ -152,7 +160,14 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     if entry.absent && entry.value.is_some() {
         problems.push(Problem::new("absent entries cannot have value"));
     }
-    if !entry.absent && !entry.sensitive && entry.secret_ref.is_none() && entry.value.is_none() {
+    if entry.absent && entry.config_ref.is_some() {
+        problems.push(Problem::new("absent entries cannot have a configRef"));
+    }
+    if entry.config_ref.is_some() && entry.value.is_some() {
+        problems.push(Problem::new("config entries with a configRef cannot have a value"));
+    }
+    let source = entry.value.is_some() || entry.config_ref.is_some();
+    if !entry.absent && !entry.sensitive && entry.secret_ref.is_none() && !source {
         problems.push(missing_value(entry.key));
     }
     problems
@@ -190,22 +205,6 @@ fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut repeated: Vec<&str> = sorted.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0]).collect();
     repeated.dedup();
     repeated
-}
-
-/// v3's fields this operator version does not apply yet: refused with a clear message rather than
-/// ignored (a storage class or a config value silently not applied would be lost data).
-fn not_applied_yet(blueprint: &ParsedBlueprint) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let entries = blueprint
-        .config
-        .global
-        .iter()
-        .map(|e| ("global config", e))
-        .chain(blueprint.config.dogus.iter().flat_map(|(dogu, entries)| entries.iter().map(move |e| (*dogu, e))));
-    for (owner, entry) in entries.filter(|(_, e)| e.config_ref.is_some()) {
-        problems.push(Problem::new(format!("configRef of {owner} key {:?}", entry.key)));
-    }
-    problems
 }
 
 fn mask_problems(blueprint: &ParsedBlueprint) -> Vec<Problem> {

@@ -170,3 +170,77 @@ fn the_same_storage_class_is_valid_and_patches_never_carry_it() {
     assert_eq!(diff.actual.resource_config.as_ref().unwrap().storage_class_name.as_deref(), Some("fast-ssd"));
     assert_eq!(diff.expected.resource_config.as_ref().unwrap().storage_class_name.as_deref(), Some("fast-ssd"));
 }
+
+// Config references (upstream v3.0, #136): `configRef` for dogu and global config.
+
+const WITH_CONFIG_REFS: &str = "displayName: x
+blueprint:
+  dogus:
+    - {name: official/dogu1, version: 3.2.1-1}
+  config:
+    dogus:
+      dogu1:
+        - {key: plain, value: kept}
+        - {key: from/map, configRef: {name: settings, key: dogu-key}}
+    global:
+      - {key: fqdn, configRef: {name: settings, key: fqdn}}
+";
+
+fn set_values(decision: &blueprint_machine::Decision) -> Vec<(String, String)> {
+    let diff = decision.status.as_ref().unwrap().state_diff.as_ref().unwrap();
+    let dogu = diff.dogu_config_diffs.get("dogu1").map(|d| d.dogu_config_diff.clone()).unwrap_or_default();
+    diff.global_config_diff
+        .iter()
+        .chain(dogu.iter())
+        .filter(|e| e.needed_action == "set")
+        .map(|e| (e.key.clone(), e.expected.value.clone().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn config_refs_set_dogu_and_global_values_from_a_config_map_and_keep_plain_values() {
+    let decision = Scenario::v3(WITH_CONFIG_REFS)
+        .with_referenced_config_map("settings", &[("dogu-key", "from the map"), ("fqdn", "ces.example.com")])
+        .decide();
+    assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
+    assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
+    let mut values = set_values(&decision);
+    values.sort();
+    assert_eq!(
+        values,
+        [("fqdn", "ces.example.com"), ("from/map", "from the map"), ("plain", "kept")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    );
+    assert!(decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
+}
+
+/// Every missing ConfigMap and key at once; nothing is written (upstream: the same reason, retried
+/// every 10 s; here the ConfigMap's creation or change triggers the next reconcile).
+#[test]
+fn missing_config_maps_and_keys_are_all_reported_and_nothing_is_written() {
+    let spec = format!("{WITH_CONFIG_REFS}      - {{key: other, configRef: {{name: elsewhere, key: k}}}}\n");
+    let decision = Scenario::v3(&spec).with_referenced_config_map("settings", &[("fqdn", "ces.example.com")]).decide();
+    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
+    let m = message(&decision, "Executable");
+    assert!(m.contains("referenced key \"dogu-key\" in config map \"settings\" does not exist"), "{m}");
+    assert!(m.contains("referenced config map \"elsewhere\" does not exist"), "{m}");
+    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
+}
+
+#[test]
+fn a_config_ref_cannot_be_sensitive_or_carry_a_value() {
+    let spec = "displayName: x
+blueprint:
+  dogus: [{name: official/dogu1, version: 3.2.1-1}]
+  config:
+    dogus:
+      dogu1:
+        - {key: a, sensitive: true, configRef: {name: settings, key: a}}
+        - {key: b, value: x, configRef: {name: settings, key: b}}
+";
+    let decision = Scenario::v3(spec).decide();
+    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
+    let m = message(&decision, "Valid");
+    assert!(m.contains("sensitive config entries cannot have a configRef"), "{m}");
+    assert!(m.contains("config entries with a configRef can have neither a value nor a secretRef"), "{m}");
+}

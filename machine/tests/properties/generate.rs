@@ -66,7 +66,14 @@ enum EntryKnob {
     Absent,
     Sensitive(usize),
     SensitiveAbsent,
+    /// A `configRef` to a key of the ConfigMap `settings` (the last of [`CONFIG_MAP_KEYS`] is missing).
+    FromConfigMap(usize),
 }
+
+/// The keys of the ConfigMap `settings` `configRef`s name; the model's ConfigMap lacks the last.
+pub const CONFIG_MAP_KEYS: [&str; 3] = ["k1", "k2", "missing"];
+/// The referenced ConfigMap.
+pub const CONFIG_MAP: &str = "settings";
 
 #[derive(Clone, Debug)]
 struct InstalledKnob {
@@ -89,6 +96,7 @@ fn entry(world: World) -> impl Strategy<Value = EntryKnob> {
         1 => Just(EntryKnob::Absent),
         2 => (0..secret_keys).prop_map(EntryKnob::Sensitive),
         1 => Just(EntryKnob::SensitiveAbsent),
+        1 => (0..secret_keys).prop_map(EntryKnob::FromConfigMap),
     ]
 }
 
@@ -314,7 +322,9 @@ fn build(
         .collect();
     let global_entries: Vec<ConfigEntry> = global
         .iter()
-        .filter(|(_, e)| !reachable || matches!(e, EntryKnob::Value(_) | EntryKnob::Absent))
+        .filter(|(_, e)| {
+            !reachable || matches!(e, EntryKnob::Value(_) | EntryKnob::Absent | EntryKnob::FromConfigMap(_))
+        })
         .map(|(k, e)| config_entry(KEYS[*k], *e, false))
         .collect();
 
@@ -344,6 +354,11 @@ fn build(
         dogu_config: BTreeMap::new(),
         sensitive: BTreeMap::new(),
         secrets: BTreeMap::new(),
+        config_maps: [(
+            CONFIG_MAP.to_owned(),
+            [("k1".to_owned(), "from-a-config-map".to_owned()), ("k2".to_owned(), VALUES[0].to_owned())].into(),
+        )]
+        .into(),
         descriptors,
         now: 100,
         operator_version: None,
@@ -415,6 +430,14 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
         EntryKnob::SensitiveAbsent => {
             ConfigEntry { key: key.into(), sensitive: Some(true), absent: Some(true), ..Default::default() }
         }
+        EntryKnob::FromConfigMap(k) => ConfigEntry {
+            key: key.into(),
+            config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
+                name: CONFIG_MAP.into(),
+                key: CONFIG_MAP_KEYS[k].into(),
+            }),
+            ..Default::default()
+        },
     }
 }
 

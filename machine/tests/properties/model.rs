@@ -13,7 +13,8 @@ use blueprint_machine::config_format;
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
 use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{
-    ConfigObservation, DescriptorEntry, DescriptorLookup, ObjectBase, Observation, OperatorFacts, ReferencedSecret,
+    ConfigObservation, DescriptorEntry, DescriptorLookup, ObjectBase, Observation, OperatorFacts, ReferencedConfigMap,
+    ReferencedSecret,
 };
 use blueprint_machine::{ApplyFailure, FailureKind};
 use serde_json::Value;
@@ -37,6 +38,8 @@ pub struct Model {
     pub dogu_config: BTreeMap<String, Store>,
     pub sensitive: BTreeMap<String, Store>,
     pub secrets: BTreeMap<String, BTreeMap<String, String>>,
+    /// ConfigMaps `configRef`s name (not config objects of the platform), by name.
+    pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
     /// Descriptors the registry serves, by `(name, version)`; others are served without dependencies.
     pub descriptors: BTreeMap<(String, String), DoguDescriptor>,
     pub now: i64,
@@ -101,6 +104,17 @@ impl Model {
                 (name, secret)
             })
             .collect();
+        let referenced_config_maps = blueprint_machine::Reading::of(&blueprint, &blueprint_masks)
+            .referenced_config_maps()
+            .into_iter()
+            .map(|name| {
+                let config_map = match self.config_maps.get(&name) {
+                    Some(data) => ReferencedConfigMap::Present { data: data.clone() },
+                    None => ReferencedConfigMap::Missing,
+                };
+                (name, config_map)
+            })
+            .collect();
         Observation {
             now: at(self.now),
             operator: OperatorFacts::new(NAMESPACE, self.operator_version.clone()),
@@ -115,6 +129,7 @@ impl Model {
             dogu_configs: self.dogu_config.iter().map(|(d, s)| (d.clone(), present(s, |v| v.clone()))).collect(),
             sensitive_configs: self.sensitive.iter().map(|(d, s)| (d.clone(), present(s, |v| digest(v)))).collect(),
             referenced_secrets,
+            referenced_config_maps,
             descriptors,
             health_config: None,
             restores: Vec::new(),

@@ -51,10 +51,10 @@ pub async fn a_fresh_install_completes_within_a_request_budget(on: On) {
         scene.events().await.len()
     );
     assert!(status_writes <= reconciles, "at most one status write per reconcile: {status_writes} > {reconciles}");
-    // 64: the discovery of the other operators' kinds at the start reads each version of the group
+    // 66: the discovery of the other operators' kinds at the start reads each version of the group
     // (v1 of the Restores and DebugModes, v2 of the Dogus, v2 and v3 of the Blueprints), and the
-    // BlueprintMasks are listed and watched.
-    assert!(sent <= 64.0, "the fresh install took {sent} requests");
+    // BlueprintMasks and the ConfigMaps' metadata (for `configRef`s) are listed and watched.
+    assert!(sent <= 66.0, "the fresh install took {sent} requests");
     assert!(reconciles <= 8.0, "the fresh install took {reconciles} reconciles");
 
     // Descriptors: one authenticated request per wanted dogu, each added to the local registry once.
@@ -460,5 +460,58 @@ pub async fn a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_app
     scene.wait_for((DOGU, "Dogu", "redmine"), |d| d["status"]["health"] == "available").await;
     let done = scene.wait_blueprint(completed).await.unwrap();
     assert_eq!(done.metadata.generation, generation, "only the mask changed");
+    scene.shutdown().await;
+}
+
+/// API v3's `configRef`: a dogu and a global value come from a ConfigMap of the namespace (no label
+/// needed); editing that ConfigMap alone (the Blueprint unchanged) updates the config, and a plain value
+/// beside it is never blanked (upstream v3.0.0–v3.0.1 blanked them).
+pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(on: On) {
+    let mut scene = Scene::fresh(on, None).await;
+    scene
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-settings"},
+                       "data": {"mail-relay": "relay-a.example.com", "theme": "dark"}}))
+        .await;
+    let mut wanted = default_blueprint();
+    {
+        let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
+        let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
+        let reference = |key: &str| blueprint_machine::api::ConfigEntry {
+            key: format!("from-map/{key}"),
+            config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
+                name: "site-settings".into(),
+                key: key.into(),
+            }),
+            ..Default::default()
+        };
+        config.global.get_or_insert_with(Vec::new).push(reference("theme"));
+        config
+            .dogus
+            .get_or_insert_with(Default::default)
+            .entry("postfix".into())
+            .or_default()
+            .push(reference("mail-relay"));
+    }
+    scene.start_and_apply(&wanted).await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+    let generation = done.unwrap().metadata.generation;
+    let config_text = |object: Option<Value>| {
+        object.and_then(|o| o["data"]["config.yaml"].as_str().map(str::to_owned)).unwrap_or_default()
+    };
+    let postfix = config_text(scene.get("v1", "ConfigMap", "postfix-config").await);
+    assert!(postfix.contains("mail-relay: relay-a.example.com"), "{postfix}");
+    let global = config_text(scene.get("v1", "ConfigMap", "global-config").await);
+    assert!(global.contains("theme: dark"), "{global}");
+    assert!(global.contains("fqdn: ces.example.com"), "a plain value is kept: {global}");
+
+    scene.edit("v1", "ConfigMap", "site-settings", |c| c["data"]["mail-relay"] = json!("relay-b.example.com")).await;
+    scene
+        .wait_for(("v1", "ConfigMap", "postfix-config"), |c| {
+            c["data"]["config.yaml"].as_str().is_some_and(|t| t.contains("mail-relay: relay-b.example.com"))
+        })
+        .await;
+    let done = scene.wait_blueprint(completed).await.unwrap();
+    assert_eq!(done.metadata.generation, generation, "only the ConfigMap changed");
     scene.shutdown().await;
 }

@@ -90,14 +90,22 @@ pub(super) fn wanted(model: &Model) -> Wanted {
         .collect();
     let mut config = BTreeMap::new();
     let config_spec = manifest.config.unwrap_or_default();
+    // A configRef's value is the ConfigMap's (a missing key is never reachable).
+    let value_of = |entry: &blueprint_machine::api::ConfigEntry| {
+        entry.value.clone().or_else(|| {
+            let reference = entry.config_ref.as_ref()?;
+            model.config_maps.get(&reference.name)?.get(&reference.key).cloned()
+        })
+    };
     for entry in config_spec.global.unwrap_or_default() {
-        if let (Some(value), None | Some(false)) = (entry.value, entry.absent) {
+        if let (Some(value), None | Some(false)) = (value_of(&entry), entry.absent) {
             config.insert((None, entry.key), value);
         }
     }
     for (dogu, entries) in config_spec.dogus.unwrap_or_default() {
         for entry in entries {
-            if let (Some(value), None | Some(false), None | Some(false)) = (entry.value, entry.absent, entry.sensitive)
+            if let (Some(value), None | Some(false), None | Some(false)) =
+                (value_of(&entry), entry.absent, entry.sensitive)
             {
                 config.insert((Some(dogu.clone()), entry.key), value);
             }
