@@ -13,7 +13,7 @@ fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
     PlanArgs {
         blueprint: root.join(example).join(blueprint),
-        cluster: Some(root.join(example).join("cluster.yaml")),
+        cluster: vec![root.join(example).join("cluster.yaml")],
         context: None,
         descriptors: Some(root.join("descriptors")),
         now: Some(plan::now_in_seconds()),

@@ -37,9 +37,10 @@ pub enum Command {
         #[arg(short = 'f', long = "file")]
         blueprint: PathBuf,
         /// A snapshot of the cluster: its objects as `kubectl get blueprints,dogus,components,configmaps,
-        /// secrets -o yaml` prints them. Without it, the cluster of the kubeconfig is read (read-only).
+        /// secrets -o yaml` prints them; repeatable (the objects of every file). Without it, the cluster
+        /// of the kubeconfig is read (read-only).
         #[arg(long)]
-        cluster: Option<PathBuf>,
+        cluster: Vec<PathBuf>,
         /// The kubeconfig context of a live plan; default: the current context.
         #[arg(long, conflicts_with = "cluster")]
         context: Option<String>,
@@ -348,7 +349,7 @@ pub fn main() -> ExitCode {
                 provided_dependencies,
                 format: output,
             };
-            let result = if args.cluster.is_some() {
+            let result = if !args.cluster.is_empty() {
                 plan::run(&args).map_err(|e| e.to_string())
             } else {
                 let runtime =

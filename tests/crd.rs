@@ -290,3 +290,28 @@ fn the_reconciled_type_reads_and_writes_what_the_crd_type_does() {
     assert!(serde_json::from_value::<Blueprint>(bare.clone()).is_err());
     assert!(serde_json::from_value::<BlueprintCrd>(bare).is_err());
 }
+
+/// upstream's BlueprintMask document: accepted by our CRD's schema without pruning, read and written
+/// back unchanged by our type (the real API server does the same in tests/cluster/crds.rs).
+#[test]
+fn upstreams_blueprint_mask_is_accepted_by_ours() {
+    use blueprint_machine::api::{BlueprintMaskObject, blueprint_mask_crd};
+
+    let file = repository("tests/fixtures/compat-mask/blueprintmask.yaml");
+    let document = yaml_file(&file);
+    let crd = blueprint_mask_crd();
+    assert_eq!(crd.metadata.name.as_deref(), Some("blueprintmasks.k8s.cloudogu.com"));
+    assert_eq!(crd.spec.names.short_names.as_deref(), Some(&["bpm".to_string()][..]));
+    let [version] = crd.spec.versions.as_slice() else { panic!("one version") };
+    assert_eq!((version.name.as_str(), version.served, version.storage), ("v3", true, true));
+    let schema = serde_json::to_value(version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap()).unwrap();
+    let mut body = document.clone();
+    for implicit in ["apiVersion", "kind", "metadata"] {
+        body.as_object_mut().unwrap().remove(implicit);
+    }
+    let mut pruned = Vec::new();
+    pruned_fields(&schema, &body, "", &mut pruned);
+    assert!(pruned.is_empty(), "fields our schema would prune: {pruned:?}");
+    let typed: BlueprintMaskObject = serde_json::from_value(document.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap()["spec"], document["spec"]);
+}

@@ -626,3 +626,24 @@ fn a_restore_in_progress_in_the_snapshot_pauses_the_plan() {
     assert!(text.contains("a restore is in progress (nightly)"), "{text}");
     assert!(text.contains("Actions: none in this reconcile."), "{text}");
 }
+
+/// The v3 example (README): its mask comes from the BlueprintMask of the second snapshot file, its
+/// configRefs from that file's ConfigMap, and postgresql is installed with its storage class.
+#[test]
+fn the_v3_example_plans_with_its_mask_object_config_map_and_storage_class() {
+    let output = plan_example(
+        "v3/blueprint.yaml",
+        "fresh-install/cluster.yaml",
+        &["--cluster", example("v3/cluster.yaml").to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(r#"postgresql               install: absent → official/14.17-2  (storage class "longhorn-ssd")"#),
+        "{text}"
+    );
+    assert!(!text.contains("nginx-static"), "the BlueprintMask leaves nginx-static out: {text}");
+    assert!(text.contains(r#"admin_group                    "admins" → "ces-admins""#), "{text}");
+    assert!(text.contains(r#"logging/root                   set "WARN""#), "{text}");
+    assert_eq!(stderr(&output), "");
+}

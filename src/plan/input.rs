@@ -63,6 +63,32 @@ pub struct ClusterObjects {
 }
 
 impl ClusterObjects {
+    /// Adds the objects of another snapshot.
+    pub fn extend(&mut self, other: ClusterObjects) {
+        let ClusterObjects {
+            blueprints,
+            blueprint_masks,
+            dogus,
+            components,
+            config_maps,
+            secrets,
+            restores,
+            debug_modes,
+            ignored,
+            undecodable,
+        } = other;
+        self.blueprints.extend(blueprints);
+        self.blueprint_masks.extend(blueprint_masks);
+        self.dogus.extend(dogus);
+        self.components.extend(components);
+        self.config_maps.extend(config_maps);
+        self.secrets.extend(secrets);
+        self.restores.extend(restores);
+        self.debug_modes.extend(debug_modes);
+        self.ignored.extend(ignored);
+        self.undecodable.extend(undecodable);
+    }
+
     /// The `BlueprintMask`s of `namespace` (a mask reference names one of these).
     pub fn masks_in(&self, namespace: &str) -> Vec<std::sync::Arc<BlueprintMaskObject>> {
         self.blueprint_masks

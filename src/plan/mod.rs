@@ -31,8 +31,9 @@ pub enum Format {
 
 pub struct PlanArgs {
     pub blueprint: PathBuf,
-    /// A snapshot of the cluster's objects; `None`: the live cluster of the kubeconfig ([`live::run`]).
-    pub cluster: Option<PathBuf>,
+    /// Snapshots of the cluster's objects (all of them together); none: the live cluster of the
+    /// kubeconfig ([`live::run`]).
+    pub cluster: Vec<PathBuf>,
     /// The kubeconfig context for a live plan; `None`: the current one.
     pub context: Option<String>,
     pub descriptors: Option<PathBuf>,
@@ -68,11 +69,14 @@ struct JsonPlan<'a> {
 
 /// A plan from a snapshot file (`--cluster`).
 pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
-    let Some(file) = &args.cluster else {
+    if args.cluster.is_empty() {
         return Err(InputError { file: PathBuf::from("--cluster"), message: "no cluster snapshot was given".into() });
-    };
+    }
     let blueprint = input::read_blueprint(&args.blueprint)?;
-    let cluster = input::read_cluster(file)?;
+    let mut cluster = input::ClusterObjects::default();
+    for file in &args.cluster {
+        cluster.extend(input::read_cluster(file)?);
+    }
     let namespace = namespace_of(args, &blueprint, "ecosystem");
     let wanted = blueprint_machine::Reading::of(&blueprint, &cluster.masks_in(&namespace)).wanted_descriptors();
     let config_maps: Vec<&ConfigMap> = cluster

@@ -133,6 +133,11 @@ fn version(state: &DoguDiffState) -> String {
 fn dogu_line(d: &DoguDiff) -> String {
     let why = d.needed_actions.join(", ");
     let mut line = format!("{why}: {} → {}", version(&d.actual), version(&d.expected));
+    // The storage class is chosen once, at install (it cannot change later).
+    let class = d.expected.resource_config.as_ref().and_then(|r| r.storage_class_name.as_deref());
+    if let (true, Some(class)) = (d.actual.absent && !d.expected.absent, class) {
+        let _ = write!(line, "  (storage class {class:?})");
+    }
     if d.needed_actions.iter().any(|a| a == "downgrade") {
         line.push_str("  (forbidden: downgrades are not allowed)");
     }

@@ -80,6 +80,22 @@ fn the_examples_and_upstreams_documents_are_accepted_and_not_pruned() {
     }
 }
 
+/// upstream's BlueprintMask document is accepted by the real server and comes back unchanged.
+#[test]
+fn upstreams_blueprint_mask_is_accepted_and_not_pruned() {
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("crds-mask");
+    let mut document = written(&repository("tests/fixtures/compat-mask/blueprintmask.yaml"));
+    document["metadata"]["namespace"] = Value::from(namespace.as_str());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mask.json");
+    std::fs::write(&file, document.to_string()).unwrap();
+    plane.kubectl(&["create", "--validate=strict", "-f", &file.display().to_string()]).unwrap();
+    let text = plane.kubectl(&["get", "bpm", "production", "-n", &namespace, "-o", "json"]).unwrap();
+    let stored: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(stored["spec"], document["spec"]);
+}
+
 #[test]
 fn a_document_the_schema_forbids_is_rejected() {
     let plane = control_plane::shared();
