@@ -113,7 +113,8 @@ pub async fn start(
         CertificateSource::SelfManaged { secret, service, extra_names } => {
             tracing::info!(%address, %secret, "conversion webhook: self-managed certificate");
             let names = certificates::ServingNames::new(service, namespace, extra_names);
-            let target = certificates::ca_bundle::CaBundleTarget::conversion_of(certificates::ca_bundle::BLUEPRINT_CRD);
+            let target = certificates::ca_bundle::CaBundleTarget::conversion_of(certificates::ca_bundle::BLUEPRINT_CRD)
+                .with_service(namespace, service);
             let current = tls::CurrentCertificate::empty();
             let keeper = certificates::self_managed::SelfManaged::new(client, namespace, secret, names, target);
             tokio::spawn(keeper.run(current.clone()));

@@ -20,12 +20,22 @@ pub struct CaBundleTarget {
     pub crd: String,
     /// A JSON pointer to the `caBundle` ([`CONVERSION_CA_BUNDLE`]).
     pub pointer: String,
+    /// The operator's webhook Service (`namespace`, `name`): where the `caBundle`'s client config names
+    /// a Service, it is made to name this one (the shipped CRD names `ecosystem`, which Helm cannot
+    /// template). `None`: the reference is left as it is (a `url`, as in the tests).
+    pub service: Option<(String, String)>,
 }
 
 impl CaBundleTarget {
     /// The conversion webhook's `caBundle` of the CRD `crd`.
     pub fn conversion_of(crd: &str) -> Self {
-        CaBundleTarget { crd: crd.to_owned(), pointer: CONVERSION_CA_BUNDLE.to_owned() }
+        CaBundleTarget { crd: crd.to_owned(), pointer: CONVERSION_CA_BUNDLE.to_owned(), service: None }
+    }
+
+    /// The same, and the client config's Service reference made the operator's own.
+    pub fn with_service(mut self, namespace: &str, name: &str) -> Self {
+        self.service = Some((namespace.to_owned(), name.to_owned()));
+        self
     }
 }
 
@@ -42,6 +52,12 @@ pub enum BundleChange {
 
 /// Whether `crd` (as JSON) holds `ca_pem` at `pointer`, and the patch that would put it there.
 pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
+    client_config_change(crd, pointer, ca_pem, None)
+}
+
+/// As [`bundle_change`], and where the client config beside the `caBundle` names a Service, that it
+/// names `service` (`namespace`, `name`); one patch for both.
+pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: Option<(&str, &str)>) -> BundleChange {
     use base64::Engine;
     let base64 = base64::engine::general_purpose::STANDARD;
     let path: Vec<String> = pointer.split('/').skip(1).map(|part| part.replace("~1", "/").replace("~0", "~")).collect();
@@ -49,11 +65,29 @@ pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
     let parent = parents.iter().try_fold(crd, |value, part| value.get(part));
     let Some(parent) = parent.filter(|p| p.is_object()) else { return BundleChange::NoWebhook };
     let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
-    if held.as_deref() == Some(ca_pem.as_bytes()) {
+    let named = parent.get("service").filter(|s| s.is_object());
+    let service_change = match (named, service) {
+        (Some(named), Some((namespace, name)))
+            if named.get("namespace").and_then(Value::as_str) != Some(namespace)
+                || named.get("name").and_then(Value::as_str) != Some(name) =>
+        {
+            Some(serde_json::json!({"namespace": namespace, "name": name}))
+        }
+        _ => None,
+    };
+    let bundle_current = held.as_deref() == Some(ca_pem.as_bytes());
+    if bundle_current && service_change.is_none() {
         return BundleChange::Current;
     }
-    let mut patch = Value::String(base64.encode(ca_pem));
-    for part in path.iter().rev() {
+    let mut fields = Map::new();
+    if !bundle_current {
+        fields.insert(field.clone(), Value::String(base64.encode(ca_pem)));
+    }
+    if let Some(service) = service_change {
+        fields.insert("service".to_owned(), service);
+    }
+    let mut patch = Value::Object(fields);
+    for part in parents.iter().rev() {
         patch = Value::Object(Map::from_iter([(part.clone(), patch)]));
     }
     if let Some(version) = crd.pointer("/metadata/resourceVersion") {
@@ -91,7 +125,8 @@ pub async fn inject(
             return Ok(Injected::NoCrd);
         };
         let crd = serde_json::to_value(crd).map_err(kube::Error::SerdeError)?;
-        let patch = match bundle_change(&crd, &target.pointer, ca_pem) {
+        let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
+        let patch = match client_config_change(&crd, &target.pointer, ca_pem, service) {
             BundleChange::Current => return Ok(Injected::Current),
             BundleChange::NoWebhook => {
                 tracing::info!(crd = %target.crd, path = %target.pointer, "the CRD has no webhook conversion: its caBundle is left alone");
@@ -136,6 +171,49 @@ mod tests {
             bundle_change(&crd(json!({"caBundle": "%%%"})), CONVERSION_CA_BUNDLE, pem),
             BundleChange::Patch(_)
         ));
+    }
+
+    /// The shipped CRD names the Service in `ecosystem`; an operator installed elsewhere makes it name
+    /// its own, in the same patch as the CA, and then writes nothing more.
+    #[test]
+    fn the_service_reference_is_made_the_operators_own() {
+        let pem = "ca";
+        let shipped = crd(
+            json!({"service": {"name": "blueprint-operator-webhook", "namespace": "ecosystem", "path": "/convert", "port": 443}}),
+        );
+        let BundleChange::Patch(patch) =
+            client_config_change(&shipped, CONVERSION_CA_BUNDLE, pem, Some(("ces", "blueprint-operator-webhook")))
+        else {
+            panic!("a patch")
+        };
+        let config = &patch["spec"]["conversion"]["webhook"]["clientConfig"];
+        assert_eq!(
+            config["service"],
+            json!({"namespace": "ces", "name": "blueprint-operator-webhook"}),
+            "path and port are kept by the merge"
+        );
+        assert!(config["caBundle"].is_string());
+        let mut patched = shipped.clone();
+        json_patch::merge(&mut patched, &patch);
+        assert_eq!(patched["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"], 443);
+        assert_eq!(
+            client_config_change(&patched, CONVERSION_CA_BUNDLE, pem, Some(("ces", "blueprint-operator-webhook"))),
+            BundleChange::Current
+        );
+        // Only the Service differs: a patch of it alone.
+        let BundleChange::Patch(patch) =
+            client_config_change(&patched, CONVERSION_CA_BUNDLE, pem, Some(("other", "blueprint-operator-webhook")))
+        else {
+            panic!("a patch")
+        };
+        assert!(patch["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle").is_none());
+        // A url is left alone.
+        let by_url = crd(json!({"url": "https://127.0.0.1:1/convert"}));
+        let BundleChange::Patch(patch) = client_config_change(&by_url, CONVERSION_CA_BUNDLE, pem, Some(("ces", "s")))
+        else {
+            panic!("a patch")
+        };
+        assert!(patch["spec"]["conversion"]["webhook"]["clientConfig"].get("service").is_none());
     }
 
     #[test]
