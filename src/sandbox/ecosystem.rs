@@ -343,7 +343,10 @@ where
 {
     let (reader, writer) = reflector::store();
     let api = Api::<K>::namespaced(client.clone(), namespace);
-    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff().touched_objects();
+    // Every event wakes the operators, `InitDone` included: a list's objects appear in the store only
+    // at its end, so waking on the listed objects alone could leave the operators looking at the store
+    // before the list (they then slept until the next change; seen as a rare stall on a real server).
+    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
     tokio::spawn(async move {
         stream
             .for_each(|_| {
