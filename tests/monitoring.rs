@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::sandbox::e2e::{NAME, Scene, completed, default_blueprint};
+use crate::support::process::free_port;
 
 const RULES: &str = include_str!("../charts/blueprint-operator/files/prometheus-rules.yaml");
 const DASHBOARD: &str = include_str!("../charts/blueprint-operator/files/grafana-dashboard.json");
@@ -494,10 +495,6 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A default sandbox served over HTTP on loopback (quick simulated operators), seeded, its

@@ -5,13 +5,14 @@
 //! the real API server (tests/cluster/webhook.rs).
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectName, files, issue};
 use blueprint_operator::webhook::{router, tls};
 use serde_json::{Value, json};
 
+use crate::support::process::{Killed, free_port};
 use crate::support::tls::https;
 
 fn loopback() -> ServingNames {
@@ -112,20 +113,6 @@ fn files_that_make_no_certificate_are_named() {
     assert!(!error.contains("PRIVATE KEY"), "{error}");
 }
 
-/// A `run` process, killed when dropped.
-struct Operator(Child);
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// `run` with an API server that cannot be reached (it never leads, nothing syncs) and certificate
 /// files.
 fn run(dir: &Path, webhook_port: u16, health_port: u16) -> Command {
@@ -169,7 +156,7 @@ async fn run_serves_the_webhook_before_it_leads_and_is_ready_as_a_standby() {
     std::fs::create_dir(dir.path().join("certs")).unwrap();
     publish(&dir.path().join("certs"), 1, &certificate.certificate, &certificate.key);
     let (webhook_port, health_port) = (free_port(), free_port());
-    let _operator = Operator(run(dir.path(), webhook_port, health_port).stderr(Stdio::null()).spawn().unwrap());
+    let _operator = Killed(run(dir.path(), webhook_port, health_port).stderr(Stdio::null()).spawn().unwrap());
 
     let address = format!("127.0.0.1:{webhook_port}");
     let deadline = Instant::now() + Duration::from_secs(30);

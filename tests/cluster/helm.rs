@@ -3,7 +3,7 @@
 //! settings) and reconciles a Blueprint without a refused request; an upgrade changes a setting; an
 //! uninstall removes it. There is no kubelet, so the operator runs as a process of the test.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::control_plane;
 use crate::chart::helm;
 use crate::crd::repository;
+use crate::support::process::{Killed, free_port};
 
 /// helm as the admin, in `namespace`.
 fn helm_in(namespace: &str, args: &[&str]) -> String {
@@ -40,19 +41,6 @@ fn kubectl_json(args: &[&str]) -> Value {
     let mut args = args.to_vec();
     args.extend(["-o", "json"]);
     serde_json::from_str(&control_plane::shared().kubectl(&args).unwrap()).unwrap()
-}
-
-struct Operator(Child);
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[test]
@@ -107,7 +95,7 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
             command.env(variable["name"].as_str().unwrap(), value);
         }
     }
-    let operator = Operator(
+    let operator = Killed(
         command
             .env("KUBECONFIG", &kubeconfig)
             .env("NAMESPACE", &namespace)

@@ -4,7 +4,7 @@
 //! converges; a leader that gets SIGTERM gives the Lease up, and a waiting replica takes it at once.
 //! Run as a phase of the RBAC test, whose audit log shows who sent what.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use blueprint_machine::naming::LEASE;
@@ -15,22 +15,9 @@ use blueprint_operator::sandbox::session::REGISTRY_CREDENTIALS;
 use super::control_plane;
 use super::rbac::{SERVICE_ACCOUNT, role_in, user_of};
 use crate::sandbox::e2e::{Scene, completed, conditions, default_blueprint};
+use crate::support::process::{Killed, free_port};
 
 const STANDBY: &str = "k8s-blueprint-operator-standby";
-
-/// A `run` process, killed when dropped (also when the test fails).
-struct Replica(Child);
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// Writes by `user` other than on the Lease (the holder's renewals, a candidate's attempts).
 fn writes_of(user: &str) -> Vec<String> {
@@ -61,7 +48,7 @@ pub async fn two_replicas_hand_over(namespace: &str) -> Vec<String> {
             Some(file) => ("info", Stdio::from(std::fs::File::create(file).unwrap())),
             None => ("warn", Stdio::null()),
         };
-        Replica(
+        Killed(
             Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
                 .arg("run")
                 .env("LOG_FORMAT", "json")

@@ -2,6 +2,7 @@
 //! (`blueprint_machine::fixtures`, the same builders the machine's own tests use).
 
 pub mod logs;
+pub mod process;
 pub mod tls;
 
 pub use blueprint_machine::fixtures::*;
