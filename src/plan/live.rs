@@ -76,33 +76,46 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
         .extend(list::<ConfigMap>(client, namespace, "ConfigMap", &health, &mut objects.undecodable).await?);
     let sensitive = ListParams::default().labels(selector::SENSITIVE_CONFIG);
     objects.secrets = list::<Secret>(client, namespace, "Secret", &sensitive, &mut objects.undecodable).await?;
-    // The Secrets the Blueprint references, by name (a missing one is the reconcile's finding).
-    let secrets = Api::<Decoded<Secret>>::namespaced(client.clone(), namespace);
-    for name in blueprint_machine::Reading::of(blueprint, &objects.masks_in(namespace)).referenced_secrets() {
-        if objects.secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name.as_str())) {
-            continue;
-        }
-        let read = secrets.get_opt(&name).await;
-        match read.map_err(|source| LiveError::Read { what: "Secret", namespace: namespace.to_owned(), source })? {
-            Some(Decoded::Object(secret)) => objects.secrets.push(Arc::unwrap_or_clone(secret)),
-            Some(Decoded::Undecodable(undecodable)) => objects.undecodable.push(("Secret", undecodable)),
-            None => {}
-        }
-    }
-    // The ConfigMaps `configRef`s name, by name (any ConfigMap of the namespace, labelled or not).
-    let config_maps = Api::<Decoded<ConfigMap>>::namespaced(client.clone(), namespace);
-    for name in blueprint_machine::Reading::of(blueprint, &objects.masks_in(namespace)).referenced_config_maps() {
-        if objects.config_maps.iter().any(|c| c.metadata.name.as_deref() == Some(name.as_str())) {
-            continue;
-        }
-        let read = config_maps.get_opt(&name).await;
-        match read.map_err(|source| LiveError::Read { what: "ConfigMap", namespace: namespace.to_owned(), source })? {
-            Some(Decoded::Object(config_map)) => objects.config_maps.push(Arc::unwrap_or_clone(config_map)),
-            Some(Decoded::Undecodable(undecodable)) => objects.undecodable.push(("ConfigMap", undecodable)),
-            None => {}
-        }
-    }
+    // The Secrets and ConfigMaps the Blueprint references, by name (a missing one is the reconcile's
+    // finding): any object of the namespace, labelled or not.
+    let reading = blueprint_machine::Reading::of(blueprint, &objects.masks_in(namespace));
+    let (secrets, config_maps) = (reading.referenced_secrets(), reading.referenced_config_maps());
+    get_missing(client, namespace, "Secret", secrets, &mut objects.secrets, &mut objects.undecodable).await?;
+    get_missing(client, namespace, "ConfigMap", config_maps, &mut objects.config_maps, &mut objects.undecodable)
+        .await?;
     Ok(objects)
+}
+
+/// GETs each of `names` that `listed` lacks and adds it there (or to `undecodable`); a missing one
+/// is left missing.
+async fn get_missing<K>(
+    client: &kube::Client,
+    namespace: &str,
+    what: &'static str,
+    names: std::collections::BTreeSet<String>,
+    listed: &mut Vec<K>,
+    undecodable: &mut Vec<(&'static str, Arc<Undecodable>)>,
+) -> Result<(), LiveError>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + DeserializeOwned
+        + Lenient
+        + Clone
+        + std::fmt::Debug,
+{
+    let api = Api::<Decoded<K>>::namespaced(client.clone(), namespace);
+    for name in names {
+        if listed.iter().any(|o| o.meta().name.as_deref() == Some(name.as_str())) {
+            continue;
+        }
+        let read = api.get_opt(&name).await;
+        match read.map_err(|source| LiveError::Read { what, namespace: namespace.to_owned(), source })? {
+            Some(Decoded::Object(object)) => listed.push(Arc::unwrap_or_clone(object)),
+            Some(Decoded::Undecodable(unfit)) => undecodable.push((what, unfit)),
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// One LIST of `what`; the objects that do not fit their type are kept in `undecodable`.
