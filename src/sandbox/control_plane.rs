@@ -176,6 +176,10 @@ fn start() -> Result<ControlPlane, String> {
     std::fs::write(&others, include_str!("other-operators-crds.yaml")).map_err(|e| e.to_string())?;
     plane.kubectl(&["apply", "--server-side", "-f", &others.display().to_string()])?;
     plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
+    // Established is not listable yet: until a kind's watch cache is initialized, a LIST is answered
+    // 429 "storage is (re)initializing". kubectl retries that itself; once it lists every kind, the
+    // tests' clients (which do not retry) are not refused.
+    plane.kubectl(&["get", "blueprints,blueprintmasks,dogus,components,restores,debugmodes", "-A", "-o", "name"])?;
     Ok(plane)
 }
 
