@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::api::{Blueprint, BlueprintMaskObject};
+use crate::api::{Blueprint, BlueprintMaskObject, ConfigEntry};
 use crate::conditions::reason;
 use crate::model::{Flags, ParseFailure, ParsedBlueprint};
 use crate::references;
@@ -67,31 +67,27 @@ impl<'b> Reading<'b> {
     /// Every ConfigMap the spec's `configRef`s name, whatever the mask makes of them (see
     /// [`Reading::secrets_named_in`]).
     pub fn config_maps_named_in(blueprint: &Blueprint) -> BTreeSet<String> {
-        let config = blueprint.blueprint_spec().and_then(|s| s.blueprint.as_ref()).and_then(|b| b.config.as_ref());
-        let Some(config) = config else { return BTreeSet::new() };
-        let dogu_entries = config.dogus.iter().flat_map(|dogus| dogus.values().flatten());
-        dogu_entries
-            .chain(config.global.iter().flatten())
-            .filter_map(|entry| entry.config_ref.as_ref().map(|r| r.name.clone()))
-            .collect()
+        named_in(blueprint, |entry| entry.config_ref.as_ref().map(|r| r.name.as_str()))
     }
 
     /// Every Secret the spec's config entries name, whatever the mask makes of them: what a change of
     /// a Secret may concern (a superset of [`Reading::referenced_secrets`], which needs the mask).
     pub fn secrets_named_in(blueprint: &Blueprint) -> BTreeSet<String> {
-        let config = blueprint.blueprint_spec().and_then(|s| s.blueprint.as_ref()).and_then(|b| b.config.as_ref());
-        let Some(config) = config else { return BTreeSet::new() };
-        let dogu_entries = config.dogus.iter().flat_map(|dogus| dogus.values().flatten());
-        dogu_entries
-            .chain(config.global.iter().flatten())
-            .filter_map(|entry| entry.secret_ref.as_ref().map(|r| r.name.clone()))
-            .collect()
+        named_in(blueprint, |entry| entry.secret_ref.as_ref().map(|r| r.name.as_str()))
     }
 
     /// Whether this is the reading of `blueprint` (the very object, not an equal one).
     pub(crate) fn is_of(&self, blueprint: &Blueprint) -> bool {
         std::ptr::eq(self.blueprint, blueprint)
     }
+}
+
+/// What `name` picks of every config entry of the spec (dogu and global config).
+fn named_in(blueprint: &Blueprint, name: impl Fn(&ConfigEntry) -> Option<&str>) -> BTreeSet<String> {
+    let config = blueprint.blueprint_spec().and_then(|s| s.blueprint.as_ref()).and_then(|b| b.config.as_ref());
+    let Some(config) = config else { return BTreeSet::new() };
+    let dogu_entries = config.dogus.iter().flat_map(|dogus| dogus.values().flatten());
+    dogu_entries.chain(config.global.iter().flatten()).filter_map(|entry| name(entry).map(str::to_owned)).collect()
 }
 
 fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Result<Read<'b>, Invalid> {

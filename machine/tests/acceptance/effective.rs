@@ -5,11 +5,12 @@ use blueprint_machine::{Requeue, State};
 
 use blueprint_machine::fixtures::*;
 
-fn effective(decision: &blueprint_machine::Decision) -> &BlueprintManifest {
+/// The effective blueprint a decision publishes (also for the v3 cases).
+pub(super) fn effective(decision: &blueprint_machine::Decision) -> &BlueprintManifest {
     decision.status.as_ref().unwrap().effective_blueprint.as_ref().expect("an effective blueprint")
 }
 
-fn dogu<'a>(manifest: &'a BlueprintManifest, name: &str) -> &'a BlueprintDogu {
+pub(super) fn dogu<'a>(manifest: &'a BlueprintManifest, name: &str) -> &'a BlueprintDogu {
     manifest.dogus.as_ref().unwrap().iter().find(|d| d.name == name).unwrap()
 }
 

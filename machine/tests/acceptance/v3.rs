@@ -1,7 +1,7 @@
 //! What the Blueprint API's v3 adds (issue "Blueprint API v3"), as acceptance cases in the style of
 //! the §18 ones: the mask in a `BlueprintMask` object, and v3 fields not applied yet refused by name.
 
-use blueprint_machine::api::{BlueprintDogu, BlueprintManifest};
+use super::effective::{dogu, effective};
 use blueprint_machine::{Operation, Requeue, State};
 
 use blueprint_machine::fixtures::*;
@@ -12,14 +12,6 @@ blueprint:
     - {name: official/dogu1, version: 3.2.1-1}
     - {name: official/dogu2, version: 3.2.1-2}
 ";
-
-fn effective(decision: &blueprint_machine::Decision) -> &BlueprintManifest {
-    decision.status.as_ref().unwrap().effective_blueprint.as_ref().expect("an effective blueprint")
-}
-
-fn dogu<'a>(manifest: &'a BlueprintManifest, name: &str) -> &'a BlueprintDogu {
-    manifest.dogus.as_ref().unwrap().iter().find(|d| d.name == name).unwrap()
-}
 
 /// The mask of case 32, in a `BlueprintMask` object: the same effective blueprint.
 #[test]
