@@ -20,9 +20,6 @@
 
 use serde_json::{Value, json};
 
-/// The name of the version the API server stores and the operator reads and writes.
-pub const STORAGE_VERSION: &str = "v3";
-
 /// Adds v3's rules to the schema derived from the types.
 pub fn add_v3_rules(schema: &mut Value) {
     let spec = &mut schema["properties"]["spec"]["properties"];
