@@ -86,6 +86,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         .collect();
     let store = |entries: BTreeMap<String, String>| ConfigObservation::Present {
         entries,
+        from_secrets: BTreeMap::new(),
         last_updated: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
         resource_version: Some("1".into()),
     };

@@ -13,7 +13,7 @@
 //! Secret values are read from the referenced Secret at the moment of writing and never logged or
 //! put into an error message.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -28,6 +28,7 @@ use serde_json::json;
 use blueprint_machine::api::{Component, Dogu};
 use blueprint_machine::config_format::{self, DATA_KEY};
 use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind, Operation};
+use blueprint_machine::keys_from_secrets;
 use blueprint_machine::naming::FIELD_MANAGER;
 use blueprint_machine::observation::ObjectBase;
 
@@ -111,10 +112,10 @@ impl Executor {
         let name = target.object_name();
         let sensitive = matches!(target, ConfigTarget::Sensitive(_));
         // The content the decision was based on, from the cache it was observed in.
-        let (mut entries, resource_version) = match base {
-            ObjectBase::Absent => (BTreeMap::new(), None),
+        let (mut entries, mut from_secrets, resource_version) = match base {
+            ObjectBase::Absent => (BTreeMap::new(), BTreeSet::new(), None),
             ObjectBase::Version(version) => {
-                let (text, cached_version) = if sensitive {
+                let (text, annotation, cached_version) = if sensitive {
                     let secret = self
                         .stores
                         .sensitive_configs
@@ -123,6 +124,7 @@ impl Executor {
                     let text = secret.as_ref().and_then(|s| s.data.as_ref()?.get(DATA_KEY).cloned());
                     (
                         text.map(|b| String::from_utf8_lossy(&b.0).into_owned()),
+                        None,
                         secret.and_then(|s| s.metadata.resource_version.clone()),
                     )
                 } else {
@@ -132,7 +134,10 @@ impl Executor {
                         .get(&ObjectRef::new(&name).within(&self.namespace))
                         .and_then(|d| d.object().cloned());
                     let text = map.as_ref().and_then(|m| m.data.as_ref()?.get(DATA_KEY).cloned());
-                    (text, map.and_then(|m| m.metadata.resource_version.clone()))
+                    let annotation = map
+                        .as_ref()
+                        .and_then(|m| m.metadata.annotations.as_ref()?.get(keys_from_secrets::ANNOTATION).cloned());
+                    (text, annotation, map.and_then(|m| m.metadata.resource_version.clone()))
                 };
                 if cached_version.as_deref() != Some(version.as_str()) {
                     return Err(Failure::new(
@@ -140,25 +145,38 @@ impl Executor {
                         format!("{} changed since it was observed", target.object()),
                     ));
                 }
+                let from_secrets = match annotation {
+                    Some(text) => {
+                        keys_from_secrets::parse(&text).map_err(|e| Failure::new(FailureKind::Rejected, e))?
+                    }
+                    None => BTreeSet::new(),
+                };
                 let entries = config_format::parse(text.as_deref().unwrap_or("")).map_err(|e| {
-                    let message =
-                        if sensitive { "config.yaml is not in the registry format".to_owned() } else { e.to_string() };
+                    let message = if sensitive || !from_secrets.is_empty() {
+                        "config.yaml is not in the registry format".to_owned()
+                    } else {
+                        e.to_string()
+                    };
                     Failure::new(FailureKind::Rejected, message)
                 })?;
-                (entries, Some(version.clone()))
+                (entries, from_secrets, Some(version.clone()))
             }
         };
         let mut values = Vec::with_capacity(set.len());
         for entry in set {
-            let value = match &entry.value {
-                ConfigValue::Value(value) => value.clone(),
-                ConfigValue::SecretRef(reference) => self.secret_value(&reference.name, &reference.key).await?,
+            let (value, from_secret) = match &entry.value {
+                ConfigValue::Value(value) => (value.clone(), false),
+                ConfigValue::SecretRef(reference) => (self.secret_value(&reference.name, &reference.key).await?, true),
             };
-            values.push((entry.key.as_str(), value));
+            values.push(keys_from_secrets::Set { key: entry.key.as_str(), value, from_secret });
         }
-        config_format::apply(&mut entries, values, remove.iter().map(String::as_str))
+        // A failure may quote what was sent: withhold it where a value came from a Secret.
+        let had_keys_from_secrets = !from_secrets.is_empty();
+        let withhold = sensitive || had_keys_from_secrets || values.iter().any(|v| v.from_secret);
+        keys_from_secrets::apply(&mut entries, &mut from_secrets, values, remove.iter().map(String::as_str))
             .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
         let text = config_format::render(&entries);
+        let annotation = keys_from_secrets::render(&from_secrets);
 
         let labels = target.labels();
         let patch_params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
@@ -187,22 +205,32 @@ impl Executor {
             let api = self.api::<ConfigMap>();
             match resource_version {
                 None => {
+                    let annotations = annotation.map(|keys| [(keys_from_secrets::ANNOTATION.to_owned(), keys)].into());
                     let map = ConfigMap {
-                        metadata: ObjectMeta { name: Some(name.clone()), labels: Some(labels), ..Default::default() },
+                        metadata: ObjectMeta {
+                            name: Some(name.clone()),
+                            labels: Some(labels),
+                            annotations,
+                            ..Default::default()
+                        },
                         data: Some([(DATA_KEY.to_owned(), text)].into()),
                         ..Default::default()
                     };
                     api.create(&post, &map).await.map(drop)
                 }
                 Some(version) => {
-                    let body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: text}});
+                    let mut body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: text}});
+                    if annotation.is_some() || had_keys_from_secrets {
+                        // `null` removes the annotation (a merge patch).
+                        body["metadata"]["annotations"] = json!({keys_from_secrets::ANNOTATION: annotation});
+                    }
                     api.patch(&name, &patch_params, &Patch::Merge(&body)).await.map(drop)
                 }
             }
         };
         result.map_err(|e| {
             let mut failure = failure(&e);
-            if sensitive {
+            if withhold {
                 // The API server's message may quote what was sent; keep only what kind of failure it was.
                 failure.message = format!("writing {} failed ({:?})", target.object(), failure.kind);
             }

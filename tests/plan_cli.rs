@@ -628,7 +628,8 @@ fn a_restore_in_progress_in_the_snapshot_pauses_the_plan() {
 }
 
 /// The v3 example (README): its mask comes from the BlueprintMask of the second snapshot file, its
-/// configRefs from that file's ConfigMap, and postgresql is installed with its storage class.
+/// configRefs from that file's ConfigMap, its secretRef from that file's Secret, and postgresql is
+/// installed with its storage class.
 #[test]
 fn the_v3_example_plans_with_its_mask_object_config_map_and_storage_class() {
     let output = plan_example(
@@ -645,5 +646,10 @@ fn the_v3_example_plans_with_its_mask_object_config_map_and_storage_class() {
     assert!(!text.contains("nginx-static"), "the BlueprintMask leaves nginx-static out: {text}");
     assert!(text.contains(r#"admin_group                    "admins" → "ces-admins""#), "{text}");
     assert!(text.contains(r#"logging/root                   set "WARN""#), "{text}");
+    // A Secret's value in the normal config: named by its source, never shown (the Secret holds
+    // "relay-password").
+    assert!(text.contains("relay/password                 set from its Secret"), "{text}");
+    assert!(text.contains("set relay/password = from Secret mail-relay/password"), "{text}");
+    assert!(!text.contains("relay-password"), "{text}");
     assert_eq!(stderr(&output), "");
 }

@@ -117,6 +117,7 @@ where
 {
     ConfigObservation::Present {
         entries: entries.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        from_secrets: BTreeMap::new(),
         last_updated,
         resource_version: Some("7".into()),
     }
@@ -223,6 +224,22 @@ impl Scenario {
 
     pub fn with_dogu_config(mut self, dogu: &str, entries: &[(&str, &str)], last_updated: Option<Time>) -> Self {
         self.dogu_configs.insert(dogu.into(), present(&strings(entries), last_updated));
+        self
+    }
+
+    /// Keys of a normal config object (`None`: global) whose values were copied from a Secret, given
+    /// as plaintext (digested here, as the observer does with the keys its annotation names).
+    pub fn with_keys_from_secrets(mut self, dogu: Option<&str>, entries: &[(&str, &str)]) -> Self {
+        let store = match dogu {
+            Some(dogu) => self.dogu_configs.entry(dogu.into()).or_insert_with(|| present::<String>(&[], None)),
+            None => &mut self.global,
+        };
+        if matches!(store, ConfigObservation::Missing) {
+            *store = present(&[], None);
+        }
+        if let ConfigObservation::Present { from_secrets, .. } = store {
+            from_secrets.extend(entries.iter().map(|(k, v)| (k.to_string(), digest(v))));
+        }
         self
     }
 

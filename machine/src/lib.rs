@@ -24,6 +24,7 @@ pub mod descriptor;
 pub mod events;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+pub mod keys_from_secrets;
 pub mod naming;
 pub mod observation;
 

@@ -187,7 +187,13 @@ pub enum ConfigObservation<V> {
     #[default]
     Missing,
     Present {
+        /// The values the object shows (for a ConfigMap: every key not in `from_secrets`).
         entries: BTreeMap<String, V>,
+        /// Keys of a normal config object whose values were copied from a Secret (`secretRef` without
+        /// `sensitive`), digested like sensitive values: the object names them in an annotation
+        /// ([`crate::config_format::FROM_SECRETS_ANNOTATION`]) and their values are never observed.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        from_secrets: BTreeMap<String, SecretDigest>,
         /// When the object was last written (newest `managedFields` time, else its creation time).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         last_updated: Option<Time>,
@@ -218,6 +224,14 @@ impl<V> ConfigObservation<V> {
     pub fn get(&self, key: &str) -> Option<&V> {
         match self {
             ConfigObservation::Present { entries, .. } => entries.get(key),
+            _ => None,
+        }
+    }
+
+    /// The digest of a key whose value was copied from a Secret.
+    pub fn from_secret(&self, key: &str) -> Option<&SecretDigest> {
+        match self {
+            ConfigObservation::Present { from_secrets, .. } => from_secrets.get(key),
             _ => None,
         }
     }

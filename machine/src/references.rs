@@ -1,5 +1,6 @@
-//! References of config entries: Secrets of sensitive entries, resolved to digests; ConfigMaps of
-//! `configRef`s (plain config), resolved to their values.
+//! References of config entries: Secrets of `secretRef`s (sensitive entries, and entries of the normal
+//! dogu or global config filled from a Secret), resolved to digests; ConfigMaps of `configRef`s (plain
+//! config), resolved to their values.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,17 +9,25 @@ use crate::observation::{ReferencedConfigMap, ReferencedSecret};
 use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
-/// The Secrets the effective blueprint reads sensitive values from.
+/// The Secrets the effective blueprint reads values from.
 pub(crate) fn referenced_secret_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
-    references(effective).map(|(_, _, r)| r.name.clone()).collect()
+    references(effective).map(|(_, e)| e.secret_ref.expect("a reference").name.clone()).collect()
 }
 
+/// `(dogu or None for global, entry)` of every entry that is not absent, of dogu or global config.
+fn present_entries<'e, 'a>(
+    effective: &'e EffectiveBlueprint<'a>,
+) -> impl Iterator<Item = (Option<&'a str>, &'e crate::model::ConfigEntry<'a>)> + 'e {
+    let dogus = effective.config.dogus.iter().flat_map(|(dogu, entries)| entries.iter().map(move |e| (Some(*dogu), e)));
+    let global = effective.config.global.iter().map(|e| (None, e));
+    dogus.chain(global).filter(|(_, e)| !e.absent)
+}
+
+/// Every entry with a `secretRef`.
 fn references<'e, 'a>(
     effective: &'e EffectiveBlueprint<'a>,
-) -> impl Iterator<Item = (&'a str, &'a str, &'a crate::api::SecretReference)> + 'e {
-    effective.config.dogus.iter().flat_map(|(dogu, entries)| {
-        entries.iter().filter(|e| e.sensitive && !e.absent).filter_map(move |e| e.secret_ref.map(|r| (*dogu, e.key, r)))
-    })
+) -> impl Iterator<Item = (Option<&'a str>, &'e crate::model::ConfigEntry<'a>)> + 'e {
+    present_entries(effective).filter(|(_, e)| e.secret_ref.is_some())
 }
 
 /// The ConfigMaps the effective blueprint's `configRef`s name (dogu and global config).
@@ -30,9 +39,7 @@ pub(crate) fn referenced_config_map_names(effective: &EffectiveBlueprint<'_>) ->
 fn config_references<'e, 'a>(
     effective: &'e EffectiveBlueprint<'a>,
 ) -> impl Iterator<Item = (Option<&'a str>, &'a str, &'a crate::api::ConfigMapKeyReference)> + 'e {
-    let dogus = effective.config.dogus.iter().flat_map(|(dogu, entries)| entries.iter().map(move |e| (Some(*dogu), e)));
-    let global = effective.config.global.iter().map(|e| (None, e));
-    dogus.chain(global).filter(|(_, e)| !e.absent).filter_map(|(dogu, e)| e.config_ref.map(|r| (dogu, e.key, r)))
+    present_entries(effective).filter_map(|(dogu, e)| e.config_ref.map(|r| (dogu, e.key, r)))
 }
 
 /// The values of `configRef`s by `(dogu or None for global, key)`.
@@ -76,7 +83,7 @@ pub(crate) fn resolve_config_refs<'a>(
     (resolved, problem)
 }
 
-/// Resolves every reference; the problem lists every missing Secret and key.
+/// Resolves every `secretRef`; the problem lists every missing Secret and key.
 pub(crate) fn resolve<'a>(
     effective: &EffectiveBlueprint<'a>,
     secrets: &'a BTreeMap<String, ReferencedSecret>,
@@ -84,11 +91,14 @@ pub(crate) fn resolve<'a>(
     let mut resolved = ResolvedSecrets::new();
     let mut missing_secrets = BTreeSet::new();
     let mut problems = Vec::new();
-    for (dogu, key, reference) in references(effective) {
+    let mut only_sensitive = true;
+    for (dogu, entry) in references(effective) {
+        let reference = entry.secret_ref.expect("a reference");
         match secrets.get(&reference.name) {
             Some(ReferencedSecret::Present { keys }) => match keys.get(&reference.key) {
                 Some(digest) => {
-                    resolved.insert((dogu, key), digest);
+                    resolved.insert((dogu, entry.key), digest);
+                    continue;
                 }
                 None => problems.push(Problem::new(format!(
                     "referenced key \"{}\" in secret \"{}\" does not exist",
@@ -109,8 +119,14 @@ pub(crate) fn resolve<'a>(
                 }
             }
         }
+        only_sensitive &= entry.sensitive;
     }
-    let problem = Problem::wrap_all("could not load sensitive config via references", problems)
-        .map(|p| Problem::wrap("could not load referenced sensitive config", vec![p]));
+    // Upstream's words where only sensitive config is concerned (v2 knew no other secretRef).
+    let problem = if only_sensitive {
+        Problem::wrap_all("could not load sensitive config via references", problems)
+            .map(|p| Problem::wrap("could not load referenced sensitive config", vec![p]))
+    } else {
+        Problem::wrap_all("could not load config from referenced secrets", problems)
+    };
     (resolved, problem)
 }

@@ -25,6 +25,7 @@ use blueprint_machine::observation::{
 };
 
 use blueprint_machine::config_format::{self, DATA_KEY};
+use blueprint_machine::keys_from_secrets;
 use decoded::{Decoded, Undecodable};
 
 pub use digest::Digester;
@@ -44,14 +45,38 @@ pub fn last_updated(meta: &ObjectMeta) -> Option<Time> {
         .or_else(|| meta.creation_timestamp.clone())
 }
 
-/// A config ConfigMap, flattened.
-pub fn config_map_observation(config_map: &ConfigMap) -> ConfigObservation<String> {
+/// A config ConfigMap, flattened. The values of the keys its annotation says came from a Secret
+/// (`blueprint_machine::keys_from_secrets`) are digested, never kept.
+pub fn config_map_observation(config_map: &ConfigMap, digester: &Digester) -> ConfigObservation<String> {
     let last_updated = last_updated(&config_map.metadata);
     let resource_version = config_map.metadata.resource_version.clone();
+    let from_secrets = match config_map.metadata.annotations.as_ref().and_then(|a| a.get(keys_from_secrets::ANNOTATION))
+    {
+        None => Default::default(),
+        Some(text) => match keys_from_secrets::parse(text) {
+            Ok(keys) => keys,
+            // Which values came from a Secret is unknown: show none of them.
+            Err(reason) => return ConfigObservation::Malformed { reason, last_updated, resource_version },
+        },
+    };
     let text = config_map.data.as_ref().and_then(|d| d.get(DATA_KEY)).map(String::as_str).unwrap_or("");
     match config_format::parse(text) {
-        Ok(entries) => ConfigObservation::Present { entries, last_updated, resource_version },
-        Err(e) => ConfigObservation::Malformed { reason: e.to_string(), last_updated, resource_version },
+        Ok(mut entries) => {
+            let from_secrets = from_secrets
+                .into_iter()
+                .filter_map(|key| entries.remove(&key).map(|value| (key, digester.digest(value.as_bytes()))))
+                .collect();
+            ConfigObservation::Present { entries, from_secrets, last_updated, resource_version }
+        }
+        Err(e) if from_secrets.is_empty() => {
+            ConfigObservation::Malformed { reason: e.to_string(), last_updated, resource_version }
+        }
+        // The parser's message may quote a value that came from a Secret.
+        Err(e) => ConfigObservation::Malformed {
+            reason: format!("{} (details withheld: it holds values from Secrets)", sensitive_error_kind(&e)),
+            last_updated,
+            resource_version,
+        },
     }
 }
 
@@ -64,6 +89,7 @@ pub fn sensitive_observation(secret: &Secret, digester: &Digester) -> ConfigObse
     match config_format::parse(&text) {
         Ok(entries) => ConfigObservation::Present {
             entries: entries.into_iter().map(|(k, v)| (k, digester.digest(v.as_bytes()))).collect(),
+            from_secrets: Default::default(),
             last_updated,
             resource_version,
         },
@@ -171,9 +197,9 @@ impl Snapshot<'_> {
                 health_config = Some(config_map.data.clone().unwrap_or_default());
             }
             match config_target(&config_map.metadata) {
-                Some(ConfigTarget::Global) => global_config = config_map_observation(config_map),
+                Some(ConfigTarget::Global) => global_config = config_map_observation(config_map, digester),
                 Some(ConfigTarget::Dogu(dogu)) => {
-                    dogu_configs.insert(dogu, config_map_observation(config_map));
+                    dogu_configs.insert(dogu, config_map_observation(config_map, digester));
                 }
                 _ => {}
             }
@@ -302,4 +328,45 @@ fn malformed<V>(object: &Undecodable) -> ConfigObservation<V> {
 /// Whether a ConfigMap is the health config (it need not carry the registry labels).
 pub fn is_health_config(config_map: &ConfigMap) -> bool {
     config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config_map(text: &str, annotation: Option<&str>) -> ConfigMap {
+        let annotations = annotation.map(|a| json!({keys_from_secrets::ANNOTATION: a})).unwrap_or(json!({}));
+        serde_json::from_value(json!({
+            "metadata": {"name": "postfix-config", "resourceVersion": "3", "annotations": annotations},
+            "data": {DATA_KEY: text},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn keys_the_annotation_names_are_digested_not_shown() {
+        let digester = Digester::random();
+        let map =
+            config_map("relay:\n  password: s3cr3t\n  host: mail.example.com\n", Some(r#"["relay/password","gone"]"#));
+        let observed = config_map_observation(&map, &digester);
+        let ConfigObservation::Present { entries, from_secrets, .. } = &observed else { panic!("{observed:?}") };
+        assert_eq!(entries.keys().collect::<Vec<_>>(), ["relay/host"]);
+        // A name without its key in the object is no key from a Secret.
+        assert_eq!(from_secrets.clone(), BTreeMap::from([("relay/password".to_owned(), digester.digest(b"s3cr3t"))]));
+        assert!(!serde_json::to_string(&observed).unwrap().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn an_unreadable_annotation_or_document_shows_no_value() {
+        let digester = Digester::random();
+        let observed = config_map_observation(&config_map("password: s3cr3t\n", Some("password")), &digester);
+        let ConfigObservation::Malformed { reason, .. } = &observed else { panic!("{observed:?}") };
+        assert!(reason.contains(keys_from_secrets::ANNOTATION), "{reason}");
+
+        let observed =
+            config_map_observation(&config_map("password: s3cr3t\nbroken: [\n", Some(r#"["password"]"#)), &digester);
+        let ConfigObservation::Malformed { reason, .. } = &observed else { panic!("{observed:?}") };
+        assert!(!reason.contains("s3cr3t") && reason.contains("withheld"), "{reason}");
+    }
 }

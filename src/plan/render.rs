@@ -169,15 +169,22 @@ fn component_line(c: &ComponentDiff) -> String {
 
 fn config_lines(out: &mut String, entries: &[ConfigEntryDiff], sensitive: bool) {
     for entry in entries {
+        // A normal config value without a value shown came from a Secret (`secretRef` without `sensitive`).
+        let shown = |state: &blueprint_machine::api::ConfigValueState, hidden: &str| match &state.value {
+            Some(value) => format!("{value:?}"),
+            None => hidden.to_owned(),
+        };
         let line = match (entry.needed_action.as_str(), sensitive) {
             ("remove", true) => "remove".to_owned(),
-            ("remove", false) => format!("remove (was {:?})", entry.actual.value.as_deref().unwrap_or("")),
+            ("remove", false) => format!("remove (was {})", shown(&entry.actual, "a value from a Secret")),
             (_, true) if entry.actual.exists => "set to a new value from its Secret".to_owned(),
             (_, true) => "set from its Secret".to_owned(),
-            (_, false) => match &entry.actual.value {
-                Some(old) => format!("{old:?} → {:?}", entry.expected.value.as_deref().unwrap_or("")),
-                None => format!("set {:?}", entry.expected.value.as_deref().unwrap_or("")),
-            },
+            (_, false) if entry.actual.exists => format!(
+                "{} → {}",
+                shown(&entry.actual, "(a value from a Secret)"),
+                shown(&entry.expected, "(the value of its Secret)")
+            ),
+            (_, false) => format!("set {}", shown(&entry.expected, "from its Secret")),
         };
         let mark = if entry.needed_action == "remove" {
             '-'

@@ -59,9 +59,29 @@ impl ComponentChange<'_> {
 pub struct ConfigChange {
     pub key: String,
     pub action: ConfigAction,
-    pub actual: Option<String>,
+    pub actual: Option<ConfigValueView>,
     /// The wanted value (`None` for removals).
-    pub expected: Option<String>,
+    pub expected: Option<ConfigValueView>,
+    /// Where the wanted value comes from when a Secret gives it (a `secretRef` without `sensitive`).
+    pub source: Option<api::SecretReference>,
+}
+
+/// A value of the normal config as the diff may show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigValueView {
+    Plain(String),
+    /// A value copied from a Secret: it exists, and is never shown.
+    FromSecret,
+}
+
+impl ConfigValueView {
+    /// The value, where it may be shown.
+    pub fn shown(&self) -> Option<&str> {
+        match self {
+            ConfigValueView::Plain(value) => Some(value),
+            ConfigValueView::FromSecret => None,
+        }
+    }
 }
 
 /// A key of a dogu's sensitive config; values are never known here, only whether they match.
@@ -123,8 +143,8 @@ impl<'a> Diff<'a> {
     }
 }
 
-/// Sensitive values the blueprint references, resolved to digests, by `(dogu, key)`.
-pub(crate) type ResolvedSecrets<'a> = BTreeMap<(&'a str, &'a str), &'a SecretDigest>;
+/// Values the blueprint reads from Secrets, resolved to digests, by `(dogu or None for global, key)`.
+pub(crate) type ResolvedSecrets<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a SecretDigest>;
 
 /// Computes the diff. Objects the blueprint concerns that cannot be read are returned as problems and
 /// left out of the diff.
@@ -169,7 +189,12 @@ pub(crate) fn compute<'a>(
     let config = &effective.config;
     if !config.global.is_empty() {
         match readable(&observation.global_config, || "global config".into()) {
-            Ok(actual) => diff.global = value_changes(with_referenced(None, config.global.iter(), referenced), actual),
+            Ok(actual) => {
+                let entries = with_referenced(None, config.global.iter(), referenced);
+                diff.global = value_changes(entries, actual, &observation.global_config, |key| {
+                    resolved.get(&(None, key)).copied()
+                });
+            }
             Err(problem) => problems.push(problem),
         }
     }
@@ -183,7 +208,9 @@ pub(crate) fn compute<'a>(
             let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
-                    let changes = value_changes(with_referenced(Some(dogu), normal, referenced), actual);
+                    let entries = with_referenced(Some(dogu), normal, referenced);
+                    let changes =
+                        value_changes(entries, actual, store, |key| resolved.get(&(Some(dogu), key)).copied());
                     if !changes.is_empty() {
                         diff.dogu_config.insert(dogu.to_owned(), changes);
                     }
@@ -212,7 +239,7 @@ pub(crate) fn compute<'a>(
                             continue;
                         }
                         // Unresolved references make the blueprint not executable; they are left out here.
-                        let Some(wanted) = resolved.get(&(dogu, entry.key)) else {
+                        let Some(wanted) = resolved.get(&(Some(dogu), entry.key)) else {
                             continue;
                         };
                         if current != Some(*wanted) {
@@ -269,30 +296,43 @@ fn readable<V>(
     }
 }
 
-fn value_changes<'a>(
+/// The changes of a normal config object. `store` tells which keys hold values copied from a Secret
+/// (their digests); `from_secret` gives the digest an entry's `secretRef` resolves to (an entry whose
+/// reference is unresolved is left out: the blueprint is not executable then).
+fn value_changes<'a, 'd>(
     entries: impl Iterator<Item = crate::model::ConfigEntry<'a>>,
     actual: Option<&BTreeMap<String, String>>,
+    store: &ConfigObservation<String>,
+    from_secret: impl Fn(&'a str) -> Option<&'d SecretDigest>,
 ) -> Vec<ConfigChange> {
     let mut changes = Vec::new();
     for entry in entries {
         let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
-        let current = actual.and_then(|a| a.get(key));
+        let hidden = store.from_secret(key);
+        let current = match (actual.and_then(|a| a.get(key)), hidden) {
+            (Some(value), _) => Some(ConfigValueView::Plain(value.clone())),
+            (None, Some(_)) => Some(ConfigValueView::FromSecret),
+            (None, None) => None,
+        };
+        let change = |action, expected, source| ConfigChange {
+            key: entry.key.to_owned(),
+            action,
+            actual: current.clone(),
+            expected,
+            source,
+        };
         if entry.absent {
-            if let Some(current) = current {
-                changes.push(ConfigChange {
-                    key: entry.key.to_owned(),
-                    action: ConfigAction::Remove,
-                    actual: Some(current.clone()),
-                    expected: None,
-                });
+            if current.is_some() {
+                changes.push(change(ConfigAction::Remove, None, None));
             }
-        } else if current.map(String::as_str) != entry.value {
-            changes.push(ConfigChange {
-                key: entry.key.to_owned(),
-                action: ConfigAction::Set,
-                actual: current.cloned(),
-                expected: entry.value.map(str::to_owned),
-            });
+        } else if let Some(reference) = entry.secret_ref {
+            let Some(wanted) = from_secret(entry.key) else { continue };
+            if hidden != Some(wanted) {
+                changes.push(change(ConfigAction::Set, Some(ConfigValueView::FromSecret), Some(reference.clone())));
+            }
+        } else if hidden.is_some() || current.as_ref().and_then(ConfigValueView::shown) != entry.value {
+            let expected = entry.value.map(|v| ConfigValueView::Plain(v.to_owned()));
+            changes.push(change(ConfigAction::Set, expected, None));
         }
     }
     changes

@@ -62,8 +62,15 @@ impl ConfigChange {
     fn to_api(&self) -> api::ConfigEntryDiff {
         api::ConfigEntryDiff {
             key: self.key.clone(),
-            actual: api::ConfigValueState { value: self.actual.clone(), exists: self.actual.is_some() },
-            expected: api::ConfigValueState { value: self.expected.clone(), exists: self.action == ConfigAction::Set },
+            // A value copied from a Secret exists and is never shown.
+            actual: api::ConfigValueState {
+                value: self.actual.as_ref().and_then(|v| v.shown()).map(str::to_owned),
+                exists: self.actual.is_some(),
+            },
+            expected: api::ConfigValueState {
+                value: self.expected.as_ref().and_then(|v| v.shown()).map(str::to_owned),
+                exists: self.action == ConfigAction::Set,
+            },
             needed_action: self.action.as_str().to_owned(),
         }
     }

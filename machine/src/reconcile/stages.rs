@@ -193,11 +193,20 @@ fn removed<'c>(changes: impl Iterator<Item = (&'c String, ConfigAction)>) -> Vec
     changes.filter(|(_, action)| *action == ConfigAction::Remove).map(|(key, _)| key.clone()).collect()
 }
 
+/// Values from Secrets (`secretRef` without `sensitive`) are set at execution, as sensitive ones are.
 fn value_write(target: ConfigTarget, base: ObjectBase, changes: &[ConfigChange]) -> Action {
     let set: Vec<ConfigSet> = changes
         .iter()
         .filter(|c| c.action == ConfigAction::Set)
-        .map(|c| ConfigSet { key: c.key.clone(), value: ConfigValue::Value(c.expected.clone().unwrap_or_default()) })
+        .map(|c| {
+            let value = match (&c.source, &c.expected) {
+                (Some(source), _) => ConfigValue::SecretRef(source.clone()),
+                (None, expected) => {
+                    ConfigValue::Value(expected.as_ref().and_then(|v| v.shown()).unwrap_or_default().to_owned())
+                }
+            };
+            ConfigSet { key: c.key.clone(), value }
+        })
         .collect();
     let remove = removed(changes.iter().map(|c| (&c.key, c.action)));
     Action {

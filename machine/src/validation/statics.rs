@@ -132,9 +132,6 @@ fn dogu_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
     if entry.config_ref.is_some() && entry.sensitive {
         problems.push(Problem::new("sensitive config entries cannot have a configRef (use a secretRef)"));
     }
-    if entry.secret_ref.is_some() && !entry.sensitive {
-        problems.push(Problem::new("config entries with secret references have to be sensitive"));
-    }
     if entry.value.is_some() && entry.sensitive {
         problems.push(Problem::new("sensitive config entries are not allowed to have normal values"));
     }
@@ -154,20 +151,27 @@ fn global_entry_problems(entry: &ConfigEntry) -> Vec<Problem> {
         problems.push(Problem::new("key for global config should not be empty"));
     }
     problems.extend(writable_key_problem(entry));
-    if entry.sensitive || entry.secret_ref.is_some() {
+    // v3: a global entry may take its value from a Secret (`secretRef`), but never be sensitive.
+    if entry.sensitive {
         problems.push(Problem::new("global entries cannot be sensitive"));
     }
     if entry.absent && entry.value.is_some() {
         problems.push(Problem::new("absent entries cannot have value"));
     }
+    if entry.absent && entry.secret_ref.is_some() {
+        problems.push(Problem::new("absent entries cannot have a secretRef"));
+    }
     if entry.absent && entry.config_ref.is_some() {
         problems.push(Problem::new("absent entries cannot have a configRef"));
     }
-    if entry.config_ref.is_some() && entry.value.is_some() {
-        problems.push(Problem::new("config entries with a configRef cannot have a value"));
+    if entry.value.is_some() && entry.secret_ref.is_some() {
+        problems.push(Problem::new("config entries can have either a value or a secretRef"));
     }
-    let source = entry.value.is_some() || entry.config_ref.is_some();
-    if !entry.absent && !entry.sensitive && entry.secret_ref.is_none() && !source {
+    if entry.config_ref.is_some() && (entry.value.is_some() || entry.secret_ref.is_some()) {
+        problems.push(Problem::new("config entries with a configRef can have neither a value nor a secretRef"));
+    }
+    let source = entry.value.is_some() || entry.config_ref.is_some() || entry.secret_ref.is_some();
+    if !entry.absent && !entry.sensitive && !source {
         problems.push(missing_value(entry.key));
     }
     problems

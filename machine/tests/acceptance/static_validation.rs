@@ -200,10 +200,13 @@ fn case_18_value_and_secret_ref_exclude_each_other() {
     assert!(m.contains("config entries can have either a value or a secretRef"), "{m}");
 }
 
+/// Amended (docs/differences.md D52, API v3): a `secretRef` without `sensitive` is valid; the Secret's value
+/// goes into the normal dogu config (upstream's v2 rejected it, its v3 accepts it).
 #[test]
-fn case_19_secret_refs_must_be_sensitive() {
-    let m = invalid_message(&dogu_config_spec("{key: my/key1, secretRef: {name: s, key: k}}"));
-    assert!(m.contains("config entries with secret references have to be sensitive"), "{m}");
+fn case_19_a_secret_ref_without_sensitive_fills_the_normal_config() {
+    assert_valid(&dogu_config_spec("{key: my/key1, secretRef: {name: s, key: k}}"));
+    let m = invalid_message(&dogu_config_spec("{key: my/key1, absent: true, secretRef: {name: s, key: k}}"));
+    assert!(m.contains("absent entries cannot have value or secretRef"), "{m}");
 }
 
 #[test]
@@ -244,14 +247,22 @@ fn case_24_duplicate_global_keys() {
     assert!(m.contains("global config is invalid: duplicate dogu config Key found: my/key1"), "{m}");
 }
 
+/// Amended (docs/differences.md D52, API v3): a global entry may take its value from a Secret (`secretRef`);
+/// `sensitive` is still rejected, by static validation (upstream v3 only at the state diff).
 #[test]
 fn case_25_global_entries_cannot_be_sensitive_or_absent_with_value() {
-    for entry in ["{key: k, sensitive: true, value: v}", "{key: k, secretRef: {name: s, key: k}}"] {
-        let m = invalid_message(&format!("{{displayName: x, blueprint: {{config: {{global: [{entry}]}}}}}}"));
+    let global = |entry: &str| format!("{{displayName: x, blueprint: {{config: {{global: [{entry}]}}}}}}");
+    for entry in ["{key: k, sensitive: true, value: v}", "{key: k, sensitive: true, secretRef: {name: s, key: k}}"] {
+        let m = invalid_message(&global(entry));
         assert!(m.contains("global entries cannot be sensitive"), "{m}");
     }
-    let m = invalid_message("{displayName: x, blueprint: {config: {global: [{key: k, absent: true, value: v}]}}}");
+    let m = invalid_message(&global("{key: k, absent: true, value: v}"));
     assert!(m.contains("absent entries cannot have value"), "{m}");
+    let m = invalid_message(&global("{key: k, absent: true, secretRef: {name: s, key: k}}"));
+    assert!(m.contains("absent entries cannot have a secretRef"), "{m}");
+    let m = invalid_message(&global("{key: k, value: v, secretRef: {name: s, key: k}}"));
+    assert!(m.contains("config entries can have either a value or a secretRef"), "{m}");
+    assert_valid(&global("{key: k, secretRef: {name: s, key: k}}"));
 }
 
 /// Amended (docs/differences.md D6): a present entry without a value is rejected (upstream accepts it and then

@@ -2,6 +2,7 @@
 //! the §18 ones: the mask in a `BlueprintMask` object, and v3 fields not applied yet refused by name.
 
 use super::effective::{dogu, effective};
+use blueprint_machine::decision::ConfigValue;
 use blueprint_machine::{Operation, Requeue, State};
 
 use blueprint_machine::fixtures::*;
@@ -235,4 +236,159 @@ blueprint:
     let m = message(&decision, "Valid");
     assert!(m.contains("sensitive config entries cannot have a configRef"), "{m}");
     assert!(m.contains("config entries with a configRef can have neither a value nor a secretRef"), "{m}");
+}
+
+// Values from Secrets in the normal config (upstream v3.0, #136: `secretRef` without `sensitive`;
+// docs/differences.md D52): set from the Secret at execution, never shown.
+
+const WITH_SECRET_REFS: &str = "displayName: x
+blueprint:
+  dogus:
+    - {name: official/dogu1, version: 3.2.1-1}
+  config:
+    dogus:
+      dogu1:
+        - {key: plain, value: kept}
+        - {key: from/secret, secretRef: {name: credentials, key: token}}
+    global:
+      - {key: mail/password, secretRef: {name: credentials, key: mail}}
+";
+
+const TOKEN: &str = "s3cr3t-token";
+const MAIL: &str = "s3cr3t-mail";
+
+fn with_credentials(spec: &str) -> Scenario {
+    Scenario::v3(spec)
+        .with_dogu("official/dogu1", "3.2.1-1")
+        .with_secret("credentials", &[("token", TOKEN), ("mail", MAIL)])
+}
+
+/// No plaintext secret anywhere in what the machine decides: actions, status, events.
+fn assert_no_secret(decision: &blueprint_machine::Decision) {
+    let text = serde_json::to_string(decision).unwrap();
+    for secret in [TOKEN, MAIL] {
+        assert!(!text.contains(secret), "{secret} in the decision: {text}");
+    }
+}
+
+/// The config writes of a decision: `(object, key, value or "secret name/key")`.
+fn config_sets(decision: &blueprint_machine::Decision) -> Vec<(String, String, String)> {
+    let mut sets = Vec::new();
+    for action in &decision.actions {
+        if let Operation::WriteConfig { target, set, .. } = &action.operation {
+            for entry in set {
+                let value = match &entry.value {
+                    ConfigValue::Value(value) => value.clone(),
+                    ConfigValue::SecretRef(r) => format!("secret {}/{}", r.name, r.key),
+                };
+                sets.push((target.object(), entry.key.clone(), value));
+            }
+        }
+    }
+    sets.sort();
+    sets
+}
+
+fn config_diff<'d>(
+    decision: &'d blueprint_machine::Decision,
+    key: &str,
+) -> &'d blueprint_machine::api::ConfigEntryDiff {
+    let diff = state_diff(decision);
+    let dogu = diff.dogu_config_diffs.get("dogu1").map(|d| d.dogu_config_diff.as_slice()).unwrap_or_default();
+    diff.global_config_diff.iter().chain(dogu).find(|e| e.key == key).unwrap_or_else(|| panic!("no diff of {key}"))
+}
+
+#[test]
+fn secret_refs_fill_dogu_and_global_config_from_the_secret_at_execution_and_never_show_the_value() {
+    let decision = with_credentials(WITH_SECRET_REFS).decide();
+    assert_eq!(cond(&decision, "Valid"), pair("True", "Valid"));
+    assert_eq!(cond(&decision, "Executable"), pair("True", "Executable"));
+    assert_eq!(
+        config_sets(&decision),
+        [
+            ("configmaps/dogu1-config", "from/secret", "secret credentials/token"),
+            ("configmaps/dogu1-config", "plain", "kept"),
+            ("configmaps/global-config", "mail/password", "secret credentials/mail"),
+        ]
+        .map(|(o, k, v)| (o.to_owned(), k.to_owned(), v.to_owned()))
+    );
+    for key in ["from/secret", "mail/password"] {
+        let entry = config_diff(&decision, key);
+        assert_eq!((entry.expected.exists, entry.expected.value.as_deref()), (true, None), "{key}");
+        assert_eq!((entry.actual.exists, entry.needed_action.as_str()), (false, "set"), "{key}");
+    }
+    // The effective blueprint keeps the reference, not the value (upstream shows the value there).
+    let effective = serde_json::to_string(&decision.status.as_ref().unwrap().effective_blueprint).unwrap();
+    assert!(effective.contains("\"secretRef\""), "{effective}");
+    assert_no_secret(&decision);
+}
+
+#[test]
+fn keys_holding_their_secrets_value_are_not_written_again_and_a_changed_secret_is() {
+    let done = with_credentials(WITH_SECRET_REFS)
+        .with_dogu_config("dogu1", &[("plain", "kept")], None)
+        .with_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)])
+        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
+        .decide();
+    assert_eq!(config_sets(&done), Vec::<(String, String, String)>::new());
+
+    let rotated = with_credentials(WITH_SECRET_REFS)
+        .with_dogu_config("dogu1", &[("plain", "kept")], None)
+        .with_keys_from_secrets(Some("dogu1"), &[("from/secret", "the old token")])
+        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
+        .decide();
+    assert_eq!(
+        config_sets(&rotated),
+        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
+    );
+    let entry = config_diff(&rotated, "from/secret");
+    assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
+    assert_no_secret(&rotated);
+}
+
+/// The hole an earlier attempt had: once the blueprint stops filling a key from a Secret, the key's
+/// current value still came from the Secret and is never shown (the config object names such keys).
+#[test]
+fn a_key_no_longer_filled_from_a_secret_is_overwritten_or_removed_without_showing_its_value() {
+    let spec = "displayName: x
+blueprint:
+  dogus:
+    - {name: official/dogu1, version: 3.2.1-1}
+  config:
+    dogus:
+      dogu1:
+        - {key: from/secret, value: now plain}
+    global:
+      - {key: mail/password, absent: true}
+";
+    let decision = with_credentials(spec)
+        .with_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)])
+        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
+        .decide();
+    assert_eq!(
+        config_sets(&decision),
+        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "now plain".to_owned())]
+    );
+    let set = config_diff(&decision, "from/secret");
+    assert_eq!((set.actual.exists, set.actual.value.as_deref()), (true, None));
+    assert_eq!(set.expected.value.as_deref(), Some("now plain"));
+    let removed = config_diff(&decision, "mail/password");
+    assert_eq!(
+        (removed.needed_action.as_str(), removed.actual.exists, removed.actual.value.as_deref()),
+        ("remove", true, None)
+    );
+    assert_no_secret(&decision);
+}
+
+#[test]
+fn a_missing_secret_or_key_of_normal_config_is_reported_and_nothing_is_written() {
+    let decision = Scenario::v3(WITH_SECRET_REFS)
+        .with_dogu("official/dogu1", "3.2.1-1")
+        .with_secret("credentials", &[("token", TOKEN)])
+        .decide();
+    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
+    let m = message(&decision, "Executable");
+    assert!(m.contains("could not load config from referenced secrets"), "{m}");
+    assert!(m.contains("referenced key \"mail\" in secret \"credentials\" does not exist"), "{m}");
+    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
 }

@@ -68,6 +68,8 @@ enum EntryKnob {
     SensitiveAbsent,
     /// A `configRef` to a key of the ConfigMap `settings` (the last of [`CONFIG_MAP_KEYS`] is missing).
     FromConfigMap(usize),
+    /// A `secretRef` without `sensitive`: a Secret's value in the normal config (v3).
+    FromSecret(usize),
 }
 
 /// The keys of the ConfigMap `settings` `configRef`s name; the model's ConfigMap lacks the last.
@@ -97,6 +99,7 @@ fn entry(world: World) -> impl Strategy<Value = EntryKnob> {
         2 => (0..secret_keys).prop_map(EntryKnob::Sensitive),
         1 => Just(EntryKnob::SensitiveAbsent),
         1 => (0..secret_keys).prop_map(EntryKnob::FromConfigMap),
+        2 => (0..secret_keys).prop_map(EntryKnob::FromSecret),
     ]
 }
 
@@ -323,7 +326,11 @@ fn build(
     let global_entries: Vec<ConfigEntry> = global
         .iter()
         .filter(|(_, e)| {
-            !reachable || matches!(e, EntryKnob::Value(_) | EntryKnob::Absent | EntryKnob::FromConfigMap(_))
+            !reachable
+                || matches!(
+                    e,
+                    EntryKnob::Value(_) | EntryKnob::Absent | EntryKnob::FromConfigMap(_) | EntryKnob::FromSecret(_)
+                )
         })
         .map(|(k, e)| config_entry(KEYS[*k], *e, false))
         .collect();
@@ -418,10 +425,7 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
         EntryKnob::Sensitive(k) => ConfigEntry {
             key: key.into(),
             sensitive: Some(true),
-            secret_ref: Some(SecretReference {
-                name: if k == 2 { "s2" } else { "s1" }.into(),
-                key: ["p1", "p2", "p1"][k].into(),
-            }),
+            secret_ref: Some(secret_key(k)),
             // A global sensitive entry is invalid: the generator makes it on purpose in the `Any` world.
             value: None,
             config_ref: None,
@@ -429,6 +433,9 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
         },
         EntryKnob::SensitiveAbsent => {
             ConfigEntry { key: key.into(), sensitive: Some(true), absent: Some(true), ..Default::default() }
+        }
+        EntryKnob::FromSecret(k) => {
+            ConfigEntry { key: key.into(), secret_ref: Some(secret_key(k)), ..Default::default() }
         }
         EntryKnob::FromConfigMap(k) => ConfigEntry {
             key: key.into(),
@@ -441,12 +448,18 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
     }
 }
 
+/// The Secret key `k` of a generated reference (`s2` exists only in some models).
+fn secret_key(k: usize) -> SecretReference {
+    SecretReference { name: if k == 2 { "s2" } else { "s1" }.into(), key: ["p1", "p2", "p1"][k].into() }
+}
+
 /// A stored config object; values index into `VALUES`, and for sensitive config then `SECRET_VALUES`.
 fn store(entries: &[(usize, usize)], sensitive: bool) -> Store {
     let secrets: &[&str] = if sensitive { &SECRET_VALUES } else { &[] };
     let all: Vec<&str> = VALUES.iter().chain(secrets.iter()).copied().collect();
     Store {
         entries: entries.iter().map(|(k, v)| (KEYS[*k].to_string(), all[*v % all.len()].to_string())).collect(),
+        from_secrets: Default::default(),
         updated: 0,
         version: 1,
     }

@@ -42,8 +42,12 @@ fn config() -> ProptestConfig {
 fn assert_safe(observation: &Observation, decision: &Decision) -> Result<(), TestCaseError> {
     // No plaintext secret anywhere in the decision (status, actions, events).
     let text = serde_json::to_string(decision).unwrap();
+    // Nor in the observation (what a journal records): values copied from Secrets into the normal
+    // config are digested like sensitive ones.
+    let observed = serde_json::to_string(observation).unwrap();
     for secret in SECRET_VALUES {
         prop_assert!(!text.contains(secret), "a secret value leaked into the decision: {text}");
+        prop_assert!(!observed.contains(secret), "a secret value leaked into the observation: {observed}");
     }
 
     let blueprint = observation.blueprint.as_ref().unwrap();

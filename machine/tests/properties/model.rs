@@ -2,14 +2,13 @@
 //! component operators would eventually report. Observations are built from it like the shell builds
 //! them (secret values digested).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use blueprint_machine::api::{
     Blueprint, BlueprintMask, BlueprintMaskObject, BlueprintMaskReference, BlueprintMaskSpec, BlueprintStatus,
     Component, ComponentStatus, Dogu, DoguStatus,
 };
-use blueprint_machine::config_format;
 use blueprint_machine::decision::{ConfigTarget, ConfigValue, Decision, Operation};
 use blueprint_machine::descriptor::DoguDescriptor;
 use blueprint_machine::observation::{
@@ -17,6 +16,7 @@ use blueprint_machine::observation::{
     ReferencedSecret,
 };
 use blueprint_machine::{ApplyFailure, FailureKind};
+use blueprint_machine::{config_format, keys_from_secrets};
 use serde_json::Value;
 
 use blueprint_machine::fixtures::{NAMESPACE, at, digest};
@@ -25,6 +25,8 @@ use blueprint_machine::fixtures::{NAMESPACE, at, digest};
 #[derive(Clone, Debug, Default)]
 pub struct Store {
     pub entries: BTreeMap<String, String>,
+    /// Keys whose values were copied from a Secret (the ConfigMap's annotation).
+    pub from_secrets: BTreeSet<String>,
     pub updated: i64,
     pub version: u64,
 }
@@ -205,22 +207,31 @@ impl Model {
                 if !matches {
                     return Err((FailureKind::Conflict, format!("{} changed since it was observed", target.object())));
                 }
-                let mut entries = store.map(|s| s.entries).unwrap_or_default();
+                let (mut entries, mut from_secrets) = store.map(|s| (s.entries, s.from_secrets)).unwrap_or_default();
                 let mut values = Vec::new();
                 for s in set {
-                    let value = match &s.value {
-                        ConfigValue::Value(v) => v.clone(),
-                        ConfigValue::SecretRef(r) => secrets
-                            .get(&r.name)
-                            .and_then(|keys| keys.get(&r.key))
-                            .cloned()
-                            .ok_or((FailureKind::NotFound, format!("secret {}/{}", r.name, r.key)))?,
+                    let (value, from_secret) = match &s.value {
+                        ConfigValue::Value(v) => (v.clone(), false),
+                        ConfigValue::SecretRef(r) => (
+                            secrets
+                                .get(&r.name)
+                                .and_then(|keys| keys.get(&r.key))
+                                .cloned()
+                                .ok_or((FailureKind::NotFound, format!("secret {}/{}", r.name, r.key)))?,
+                            true,
+                        ),
                     };
-                    values.push((s.key.as_str(), value));
+                    values.push(keys_from_secrets::Set { key: s.key.as_str(), value, from_secret });
                 }
-                config_format::apply(&mut entries, values, remove.iter().map(String::as_str))
-                    .map_err(|e| (FailureKind::Rejected, e.to_string()))?;
-                let updated = Store { entries, updated: now, version: revision };
+                let remove = remove.iter().map(String::as_str);
+                let written = if matches!(target, ConfigTarget::Sensitive(_)) {
+                    config_format::apply(&mut entries, values.into_iter().map(|v| (v.key, v.value)), remove)
+                } else {
+                    // The executor's bookkeeping of the keys from Secrets, as on a ConfigMap.
+                    keys_from_secrets::apply(&mut entries, &mut from_secrets, values, remove)
+                };
+                written.map_err(|e| (FailureKind::Rejected, e.to_string()))?;
+                let updated = Store { entries, from_secrets, updated: now, version: revision };
                 match target {
                     ConfigTarget::Global => self.global = Some(updated),
                     ConfigTarget::Dogu(d) => {
@@ -286,9 +297,13 @@ impl Model {
     }
 }
 
+/// A config object as the observer reads it: the values of keys from Secrets digested, not shown.
 fn present<V, F: Fn(&String) -> V>(store: &Store, value: F) -> ConfigObservation<V> {
+    let (hidden, shown): (BTreeMap<_, _>, BTreeMap<_, _>) =
+        store.entries.iter().partition(|(k, _)| store.from_secrets.contains(*k));
     ConfigObservation::Present {
-        entries: store.entries.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
+        entries: shown.into_iter().map(|(k, v)| (k.clone(), value(v))).collect(),
+        from_secrets: hidden.into_iter().map(|(k, v)| (k.clone(), digest(v))).collect(),
         last_updated: Some(at(store.updated)),
         resource_version: Some(store.version.to_string()),
     }

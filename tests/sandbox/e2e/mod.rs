@@ -323,4 +323,5 @@ on_both_backends!(
     converges_when_the_operator_restarts_at_any_point,
     a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_applied,
     a_referenced_config_map_feeds_the_config_and_its_edits_are_applied,
+    a_secret_value_fills_the_normal_config_and_is_never_shown,
 );

@@ -515,3 +515,96 @@ pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(
     assert_eq!(done.metadata.generation, generation, "only the ConfigMap changed");
     scene.shutdown().await;
 }
+
+/// API v3's `secretRef` without `sensitive` (docs/differences.md D52): a Secret's value goes into the
+/// normal dogu and global config; the ConfigMap names such keys in an annotation, so that the value is
+/// never shown (status, events), also after the Blueprint stops filling the key from the Secret; a
+/// change of the Secret alone updates the config.
+pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
+    const FIRST: &str = "s3cr3t-relay-password";
+    const SECOND: &str = "rotated-relay-password";
+    let mut scene = Scene::fresh(on, None).await;
+    let encoded = |value: &str| json!(k8s_openapi::ByteString(value.as_bytes().to_vec()));
+    scene
+        .create(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mail-credentials"},
+                       "data": {"relay": encoded(FIRST)}}))
+        .await;
+    let mut wanted = default_blueprint();
+    let reference = |key: &str| blueprint_machine::api::ConfigEntry {
+        key: key.into(),
+        secret_ref: Some(blueprint_machine::api::SecretReference {
+            name: "mail-credentials".into(),
+            key: "relay".into(),
+        }),
+        ..Default::default()
+    };
+    {
+        let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
+        let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
+        config.global.get_or_insert_with(Vec::new).push(reference("mail/relay-password"));
+        config
+            .dogus
+            .get_or_insert_with(Default::default)
+            .entry("postfix".into())
+            .or_default()
+            .push(reference("relay/password"));
+    }
+    scene.start_and_apply(&wanted).await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+    let generation = done.unwrap().metadata.generation;
+    let annotation = blueprint_machine::keys_from_secrets::ANNOTATION;
+    let postfix = scene.get("v1", "ConfigMap", "postfix-config").await.unwrap();
+    assert!(postfix["data"]["config.yaml"].as_str().unwrap().contains(FIRST), "{postfix}");
+    assert_eq!(postfix["metadata"]["annotations"][annotation], r#"["relay/password"]"#);
+    let global = scene.get("v1", "ConfigMap", "global-config").await.unwrap();
+    assert_eq!(global["metadata"]["annotations"][annotation], r#"["mail/relay-password"]"#);
+    assert!(global["data"]["config.yaml"].as_str().unwrap().contains("fqdn: ces.example.com"), "{global}");
+
+    // The Secret changes, the Blueprint does not: the config follows.
+    scene.edit("v1", "Secret", "mail-credentials", |s| s["data"]["relay"] = encoded(SECOND)).await;
+    scene
+        .wait_for(("v1", "ConfigMap", "postfix-config"), |c| {
+            c["data"]["config.yaml"].as_str().is_some_and(|t| t.contains(SECOND))
+        })
+        .await;
+    let done = scene.wait_blueprint(completed).await.unwrap();
+    assert_eq!(done.metadata.generation, generation, "only the Secret changed");
+
+    // The Blueprint gives the dogu key a plain value: it is written, and the key leaves the annotation.
+    scene
+        .edit("k8s.cloudogu.com/v3", "Blueprint", NAME, |b| {
+            let entries = &mut b["spec"]["blueprint"]["config"]["dogus"]["postfix"];
+            for entry in entries.as_array_mut().unwrap() {
+                if entry["key"] == "relay/password" {
+                    *entry = json!({"key": "relay/password", "value": "now-plain"});
+                }
+            }
+        })
+        .await;
+    scene
+        .wait_for(("v1", "ConfigMap", "postfix-config"), |c| {
+            c["data"]["config.yaml"].as_str().is_some_and(|t| t.contains("now-plain"))
+                && c["metadata"]["annotations"].get(annotation).is_none()
+        })
+        .await;
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
+
+    // No value read from the Secret in the status or an event, at any point.
+    let status = serde_json::to_string(&done.unwrap().status).unwrap();
+    let events = serde_json::to_string(&scene.events().await).unwrap();
+    for secret in [FIRST, SECOND] {
+        assert!(!status.contains(secret), "{secret} in the status: {status}");
+        assert!(!events.contains(secret), "{secret} in an event: {events}");
+    }
+    let status_writes: Vec<_> = scene
+        .operator_requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/status"))
+        .filter(|r| r.body.contains(FIRST) || r.body.contains(SECOND))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(status_writes, Vec::<String>::new(), "a status write carried a secret value");
+    scene.shutdown().await;
+}
