@@ -179,12 +179,17 @@ blueprint:
       - {key: fqdn, configRef: {name: settings, key: fqdn}}
 ";
 
+/// The diffs of the global config and of dogu1's normal config.
+fn config_diffs(
+    decision: &blueprint_machine::Decision,
+) -> impl Iterator<Item = &blueprint_machine::api::ConfigEntryDiff> {
+    let diff = state_diff(decision);
+    let dogu = diff.dogu_config_diffs.get("dogu1").map(|d| d.dogu_config_diff.as_slice()).unwrap_or_default();
+    diff.global_config_diff.iter().chain(dogu)
+}
+
 fn set_values(decision: &blueprint_machine::Decision) -> Vec<(String, String)> {
-    let diff = decision.status.as_ref().unwrap().state_diff.as_ref().unwrap();
-    let dogu = diff.dogu_config_diffs.get("dogu1").map(|d| d.dogu_config_diff.clone()).unwrap_or_default();
-    diff.global_config_diff
-        .iter()
-        .chain(dogu.iter())
+    config_diffs(decision)
         .filter(|e| e.needed_action == "set")
         .map(|e| (e.key.clone(), e.expected.value.clone().unwrap_or_default()))
         .collect()
@@ -293,9 +298,7 @@ fn config_diff<'d>(
     decision: &'d blueprint_machine::Decision,
     key: &str,
 ) -> &'d blueprint_machine::api::ConfigEntryDiff {
-    let diff = state_diff(decision);
-    let dogu = diff.dogu_config_diffs.get("dogu1").map(|d| d.dogu_config_diff.as_slice()).unwrap_or_default();
-    diff.global_config_diff.iter().chain(dogu).find(|e| e.key == key).unwrap_or_else(|| panic!("no diff of {key}"))
+    config_diffs(decision).find(|e| e.key == key).unwrap_or_else(|| panic!("no diff of {key}"))
 }
 
 #[test]
