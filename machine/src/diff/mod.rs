@@ -328,7 +328,11 @@ fn value_changes<'a, 'd>(
         } else if let Some(reference) = entry.secret_ref {
             let Some(wanted) = from_secret(entry.key) else { continue };
             if hidden != Some(wanted) {
-                changes.push(change(ConfigAction::Set, Some(ConfigValueView::FromSecret), Some(reference.clone())));
+                // A key the blueprint fills from a Secret may hold a copy of it that no annotation names
+                // (written by the Go operator before a switch): its current value is not shown either.
+                let actual = current.as_ref().map(|_| ConfigValueView::FromSecret);
+                let expected = Some(ConfigValueView::FromSecret);
+                changes.push(ConfigChange { actual, ..change(ConfigAction::Set, expected, Some(reference.clone())) });
             }
         } else if hidden.is_some() || current.as_ref().and_then(ConfigValueView::shown) != entry.value {
             let expected = entry.value.map(|v| ConfigValueView::Plain(v.to_owned()));

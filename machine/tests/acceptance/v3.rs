@@ -347,6 +347,20 @@ fn keys_holding_their_secrets_value_are_not_written_again_and_a_changed_secret_i
     let entry = config_diff(&rotated, "from/secret");
     assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
     assert_no_secret(&rotated);
+
+    // Filled by the Go operator before a switch: the copy is plain (no annotation names it); it is
+    // written again (and so recorded), and not shown meanwhile.
+    let switched = with_credentials(WITH_SECRET_REFS)
+        .with_dogu_config("dogu1", &[("plain", "kept"), ("from/secret", TOKEN)], None)
+        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
+        .decide();
+    assert_eq!(
+        config_sets(&switched),
+        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
+    );
+    let entry = config_diff(&switched, "from/secret");
+    assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
+    assert_no_secret(&switched);
 }
 
 /// The hole an earlier attempt had: once the blueprint stops filling a key from a Secret, the key's
