@@ -14,6 +14,7 @@ mod migration;
 mod rbac;
 mod restore;
 mod status_cli;
+mod v3_era;
 mod webhook;
 
 pub use blueprint_operator::sandbox::control_plane;
