@@ -48,7 +48,7 @@ impl<'b> Reading<'b> {
             .collect()
     }
 
-    /// The Secrets a reconcile reads sensitive values from.
+    /// The Secrets a reconcile reads values from (`secretRef`s, sensitive or not).
     pub fn referenced_secrets(&self) -> BTreeSet<String> {
         match &self.result {
             Ok(read) => references::referenced_secret_names(&read.effective),
