@@ -100,7 +100,8 @@ pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
     ("WEBHOOK_BIND_ADDRESS", "0.0.0.0:9443", "the conversion webhook (HTTPS)"),
     ("WEBHOOK_CERT_DIR", "(none: self-managed)", "a folder with tls.crt and tls.key (cert-manager's Secret)"),
     ("WEBHOOK_SECRET", "blueprint-operator-webhook-cert", "self-managed: the Secret of the certificate and its CA"),
-    ("WEBHOOK_SERVICE", "blueprint-operator-webhook", "self-managed: the Service the certificate is for"),
+    ("WEBHOOK_SERVICE", "blueprint-operator-webhook", "the webhook's Service (the CRD is made to name it)"),
+    ("WEBHOOK_CERTIFICATE", "(none)", "cert-manager: its Certificate, named in the CRD for its CA injector"),
     ("WEBHOOK_EXTRA_NAMES", "(none)", "self-managed: more DNS names or IP addresses, comma separated"),
 ];
 
@@ -217,8 +218,9 @@ fn webhook(
     };
     let (secret_given, secret) =
         name("WEBHOOK_SECRET", "blueprint-operator-webhook-cert", "a Secret's name", is_dns_subdomain)?;
-    let (service_given, service) =
-        name("WEBHOOK_SERVICE", "blueprint-operator-webhook", "a Service's name", is_dns_label)?;
+    let (_, service) = name("WEBHOOK_SERVICE", "blueprint-operator-webhook", "a Service's name", is_dns_label)?;
+    let (_, certificate) = name("WEBHOOK_CERTIFICATE", "", "a Certificate's name", is_dns_subdomain)?;
+    let certificate = (!certificate.is_empty()).then_some(certificate);
     let extra_names = match lookup("WEBHOOK_EXTRA_NAMES") {
         None => Vec::new(),
         Some(list) => list
@@ -230,18 +232,20 @@ fn webhook(
     };
     let certificate = match directory {
         Some(directory) => {
-            let self_managed = [
-                ("WEBHOOK_SECRET", secret_given),
-                ("WEBHOOK_SERVICE", service_given),
-                ("WEBHOOK_EXTRA_NAMES", !extra_names.is_empty()),
-            ];
+            let self_managed = [("WEBHOOK_SECRET", secret_given), ("WEBHOOK_EXTRA_NAMES", !extra_names.is_empty())];
             if let Some((name, _)) = self_managed.iter().find(|(_, given)| *given) {
                 return Err(SettingsError::Invalid {
                     name,
                     problem: "set for the self-managed certificate, but WEBHOOK_CERT_DIR names certificate files (cert-manager's): set one of them".into(),
                 });
             }
-            CertificateSource::Files(directory)
+            CertificateSource::Files { directory, certificate, service }
+        }
+        None if certificate.is_some() => {
+            return Err(SettingsError::Invalid {
+                name: "WEBHOOK_CERTIFICATE",
+                problem: "names cert-manager's Certificate, but WEBHOOK_CERT_DIR (its files) is not set".into(),
+            });
         }
         None => CertificateSource::SelfManaged { secret, service, extra_names },
     };
@@ -589,7 +593,26 @@ mod tests {
         let s = settings(&[("NAMESPACE", "x"), ("WEBHOOK_CERT_DIR", "/tmp/k8s-webhook-server/serving-certs")]).unwrap();
         assert_eq!(
             s.webhook.unwrap().certificate,
-            CertificateSource::Files("/tmp/k8s-webhook-server/serving-certs".into())
+            CertificateSource::Files {
+                directory: "/tmp/k8s-webhook-server/serving-certs".into(),
+                certificate: None,
+                service: "blueprint-operator-webhook".into(),
+            }
+        );
+        let s = settings(&[
+            ("NAMESPACE", "x"),
+            ("WEBHOOK_CERT_DIR", "/certs"),
+            ("WEBHOOK_CERTIFICATE", "blueprint-operator-webhook"),
+            ("WEBHOOK_SERVICE", "bp-webhook"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.webhook.unwrap().certificate,
+            CertificateSource::Files {
+                directory: "/certs".into(),
+                certificate: Some("blueprint-operator-webhook".into()),
+                service: "bp-webhook".into(),
+            }
         );
         assert_eq!(settings(&[("NAMESPACE", "x"), ("WEBHOOK_ENABLED", "false")]).unwrap().webhook, None);
 
@@ -618,6 +641,14 @@ mod tests {
             (
                 vec![("WEBHOOK_CERT_DIR", "/certs"), ("WEBHOOK_EXTRA_NAMES", "::1")],
                 "environment variable WEBHOOK_EXTRA_NAMES is invalid: set for",
+            ),
+            (
+                vec![("WEBHOOK_CERTIFICATE", "blueprint-operator-webhook")],
+                "environment variable WEBHOOK_CERTIFICATE is invalid: names cert-manager's Certificate, but WEBHOOK_CERT_DIR",
+            ),
+            (
+                vec![("WEBHOOK_CERT_DIR", "/certs"), ("WEBHOOK_CERTIFICATE", "Not_A_Name")],
+                "environment variable WEBHOOK_CERTIFICATE is invalid: \"Not_A_Name\" is not a Certificate's name",
             ),
             // Checked also when the webhook is off: a bad value is never silently ignored.
             (

@@ -350,7 +350,7 @@ fn the_webhook_is_wired_in_every_mode() {
     let webhook_rule = allowed.iter().find(|rule| rule["ports"][0]["port"] == "webhook").expect("the webhook's port");
     assert!(webhook_rule.get("from").is_none(), "from anywhere: {webhook_rule}");
 
-    // cert-manager: its Secret mounted, no Secret or CRD of the operator's own.
+    // cert-manager: its Secret mounted, no Secret of the operator's own.
     let objects = render(&["webhook.certManager.enabled=true"]);
     let webhook = settings(&objects).unwrap();
     let certificate = find(&objects, "Certificate", "blueprint-operator-webhook");
@@ -358,7 +358,15 @@ fn the_webhook_is_wired_in_every_mode() {
     let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "webhook-certs").unwrap();
     assert_eq!(volume["secret"]["secretName"], certificate["spec"]["secretName"]);
     let mount = pod["containers"][0]["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "webhook-certs");
-    assert_eq!(webhook.certificate, CertificateSource::Files(mount.unwrap()["mountPath"].as_str().unwrap().into()));
+    assert_eq!(
+        webhook.certificate,
+        CertificateSource::Files {
+            directory: mount.unwrap()["mountPath"].as_str().unwrap().into(),
+            certificate: certificate["metadata"]["name"].as_str().map(str::to_owned),
+            service: service["metadata"]["name"].as_str().unwrap().to_owned(),
+        },
+        "the operator names the chart's Certificate and Service in the CRD"
+    );
     let names: Vec<String> =
         ServingNames::new("blueprint-operator-webhook", "ecosystem", &[]).all().map(ToString::to_string).collect();
     assert_eq!(certificate["spec"]["dnsNames"], serde_json::json!(names));
@@ -366,7 +374,9 @@ fn the_webhook_is_wired_in_every_mode() {
         certificate["spec"]["issuerRef"]["name"],
         find(&objects, "Issuer", "blueprint-operator-webhook-selfsigned")["metadata"]["name"]
     );
-    assert!(objects.iter().all(|o| o["kind"] != "ClusterRole"), "the CA injector writes the caBundle");
+    // The CRD read and patched (the annotation for the CA injector), as in the self-managed mode.
+    let cluster_role = find(&objects, "ClusterRole", "k8s-blueprint-operator-webhook");
+    assert_eq!(cluster_role["rules"][0]["resourceNames"], serde_json::json!(["blueprints.k8s.cloudogu.com"]));
     let role = find(&objects, "Role", "k8s-blueprint-operator");
     assert!(role["rules"].as_array().unwrap().iter().all(|r| r.get("resourceNames").is_none()), "no Secret of its own");
     // An issuer of the platform's instead of the chart's.

@@ -77,8 +77,11 @@ pub struct WebhookSettings {
 /// Where the serving certificate comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CertificateSource {
-    /// `tls.crt` and `tls.key` in this folder (`WEBHOOK_CERT_DIR`: cert-manager's Secret, mounted).
-    Files(PathBuf),
+    /// `tls.crt` and `tls.key` in `directory` (`WEBHOOK_CERT_DIR`: cert-manager's Secret, mounted).
+    /// With `certificate` (`WEBHOOK_CERTIFICATE`, cert-manager's Certificate in the operator's
+    /// namespace), the CRD is made to name it for cert-manager's CA injector and to name the Service
+    /// `service` (`WEBHOOK_SERVICE`).
+    Files { directory: PathBuf, certificate: Option<String>, service: String },
     /// Made here and kept in the Secret `secret` (`WEBHOOK_SECRET`), for the Service `service`
     /// (`WEBHOOK_SERVICE`) and `extra_names` (`WEBHOOK_EXTRA_NAMES`).
     SelfManaged { secret: String, service: String, extra_names: Vec<certificates::SubjectName> },
@@ -106,9 +109,23 @@ pub async fn start(
     let listener =
         tokio::net::TcpListener::bind(address).await.map_err(|source| WebhookError::Listen { address, source })?;
     let certificate = match &settings.certificate {
-        CertificateSource::Files(dir) => {
-            tracing::info!(%address, dir = %dir.display(), "conversion webhook: certificate files (cert-manager)");
-            certificates::files::serving(dir)?
+        CertificateSource::Files { directory, certificate, service } => {
+            tracing::info!(%address, dir = %directory.display(), "conversion webhook: certificate files (cert-manager)");
+            let serving = certificates::files::serving(directory)?;
+            if let Some(certificate) = certificate {
+                let target =
+                    certificates::ca_bundle::CaBundleTarget::conversion_of(certificates::ca_bundle::BLUEPRINT_CRD)
+                        .with_service(namespace, service);
+                let inject_from = format!("{namespace}/{certificate}");
+                let crds = kube::Api::all(client);
+                // Once: cert-manager's CA injector keeps the caBundle from then on.
+                tokio::spawn(async move {
+                    if let Err(error) = certificates::ca_bundle::name_injector(&crds, &target, &inject_from).await {
+                        tracing::warn!(%error, crd = %target.crd, "could not name cert-manager's Certificate in the CRD");
+                    }
+                });
+            }
+            serving
         }
         CertificateSource::SelfManaged { secret, service, extra_names } => {
             tracing::info!(%address, %secret, "conversion webhook: self-managed certificate");

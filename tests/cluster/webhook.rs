@@ -79,6 +79,11 @@ fn blueprints(client: &Client, namespace: &str, version: &str) -> Api<DynamicObj
 /// Role grants it), and the ClusterRole on the CRD by name, the name made the test's CRD. A token for
 /// each account.
 fn webhook_rights(namespace: &str, accounts: &[&str]) -> Vec<String> {
+    webhook_rights_on(namespace, accounts, &crd_name())
+}
+
+/// [`webhook_rights`] with the ClusterRole's CRD `crd`.
+fn webhook_rights_on(namespace: &str, accounts: &[&str], crd: &str) -> Vec<String> {
     let plane = control_plane::shared();
     let deploy: Vec<Value> =
         serde_saphyr::from_multiple(&std::fs::read_to_string(repository("deploy/rbac.yaml")).unwrap()).unwrap();
@@ -89,6 +94,7 @@ fn webhook_rights(namespace: &str, accounts: &[&str]) -> Vec<String> {
     assert_eq!(by_name[0]["resourceNames"], json!([SECRET]));
     let mut cluster_role = deploy.iter().find(|d| d["kind"] == "ClusterRole").unwrap().clone();
     let name = format!("webhook-test-{namespace}");
+    let crd_name = || crd.to_owned();
     cluster_role["metadata"] = json!({"name": name});
     for rule in cluster_role["rules"].as_array_mut().unwrap() {
         assert_eq!(rule["resourceNames"], json!([blueprint_operator::webhook::certificates::ca_bundle::BLUEPRINT_CRD]));
@@ -338,4 +344,46 @@ async fn replicas_share_one_certificate_and_a_secret_spoiled_by_hand_is_made_aga
     })
     .await;
     keeping.abort();
+}
+
+/// cert-manager mode (`WEBHOOK_CERTIFICATE`): the operator, with only the webhook's rights, makes the
+/// shipped CRD name the Certificate for cert-manager's CA injector and its own Service, in one patch,
+/// and at a second start writes nothing. (No cert-manager here: what the injector then does is its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cert_manager_the_crd_names_the_certificate_and_the_service_once() {
+    use blueprint_operator::webhook::certificates::ca_bundle::{INJECT_CA_FROM, Injected, name_injector};
+
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("webhook-cm");
+    let name = format!("injectedblueprints.{GROUP}");
+    let token = webhook_rights_on(&namespace, &[KEEPER], &name).remove(0);
+    let admin = plane.client(&namespace).await;
+    let mut definition = serde_json::to_value(crd("https://127.0.0.1:1/convert")).unwrap();
+    definition["metadata"]["name"] = json!(name);
+    definition["spec"]["names"] = json!({"kind": "InjectedBlueprint", "listKind": "InjectedBlueprintList",
+                                         "plural": "injectedblueprints", "singular": "injectedblueprint"});
+    // As shipped: the Service in `ecosystem`, no caBundle.
+    definition["spec"]["conversion"]["webhook"]["clientConfig"] =
+        json!({"service": {"namespace": "ecosystem", "name": SERVICE, "path": "/convert", "port": 443}});
+    let definition: CustomResourceDefinition = serde_json::from_value(definition).unwrap();
+    let admin_crds: Api<CustomResourceDefinition> = Api::all(admin);
+    admin_crds.create(&PostParams::default(), &definition).await.unwrap();
+
+    let operator = Client::try_from(plane.config_for(KEEPER, &token, &namespace).await).unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(operator);
+    let target = CaBundleTarget::conversion_of(&name).with_service(&namespace, SERVICE);
+    let inject_from = format!("{namespace}/blueprint-operator-webhook");
+    assert_eq!(name_injector(&crds, &target, &inject_from).await.unwrap(), Injected::Patched);
+    let crd = admin_crds.get(&name).await.unwrap();
+    assert_eq!(crd.metadata.annotations.unwrap()[INJECT_CA_FROM], inject_from);
+    let client_config = crd.spec.conversion.unwrap().webhook.unwrap().client_config.unwrap();
+    let service = client_config.service.unwrap();
+    assert_eq!((service.namespace.as_str(), service.name.as_str()), (namespace.as_str(), SERVICE));
+    assert_eq!((service.path.as_deref(), service.port), (Some("/convert"), Some(443)), "kept by the merge");
+    assert_eq!(client_config.ca_bundle, None, "the caBundle is the CA injector's");
+
+    // A second start: read, nothing written.
+    assert_eq!(name_injector(&crds, &target, &inject_from).await.unwrap(), Injected::Current);
+    assert_eq!(writes(&namespace, KEEPER), ["patch customresourcedefinitions"]);
+    admin_crds.delete(&name, &DeleteParams::default()).await.unwrap();
 }

@@ -55,6 +55,49 @@ pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
     client_config_change(crd, pointer, ca_pem, None)
 }
 
+/// The annotation by which cert-manager's CA injector finds the Certificate whose CA it writes into a
+/// CRD's conversion webhook.
+pub const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+
+/// With cert-manager: whether `crd` names the Certificate `inject_from` (`namespace/name`) for the CA
+/// injector and, where its client config names a Service, names `service`; the patch that makes it so.
+/// The `caBundle` is the injector's to write.
+pub fn injector_change(crd: &Value, pointer: &str, inject_from: &str, service: Option<(&str, &str)>) -> BundleChange {
+    let parent = pointer.rsplit_once('/').map(|(parent, _)| parent).unwrap_or_default();
+    let Some(client_config) = crd.pointer(parent).filter(|c| c.is_object()) else { return BundleChange::NoWebhook };
+    let service_change = service_change(client_config.get("service"), service);
+    let annotated = crd.pointer("/metadata/annotations").and_then(|a| a.get(INJECT_CA_FROM)).and_then(Value::as_str);
+    if annotated == Some(inject_from) && service_change.is_none() {
+        return BundleChange::Current;
+    }
+    let mut patch = serde_json::json!({"metadata": {"annotations": {INJECT_CA_FROM: inject_from}}});
+    if let Some(service) = service_change {
+        let mut nested = serde_json::json!({"service": service});
+        for part in parent.split('/').skip(1).collect::<Vec<_>>().into_iter().rev() {
+            nested = Value::Object(Map::from_iter([(part.to_owned(), nested)]));
+        }
+        json_patch::merge(&mut patch, &nested);
+    }
+    if let Some(version) = crd.pointer("/metadata/resourceVersion") {
+        patch["metadata"]["resourceVersion"] = version.clone();
+    }
+    BundleChange::Patch(patch)
+}
+
+/// The Service reference to write: where `named` (the client config's `service`) names another one
+/// than `wanted` (`namespace`, `name`).
+fn service_change(named: Option<&Value>, wanted: Option<(&str, &str)>) -> Option<Value> {
+    match (named.filter(|s| s.is_object()), wanted) {
+        (Some(named), Some((namespace, name)))
+            if named.get("namespace").and_then(Value::as_str) != Some(namespace)
+                || named.get("name").and_then(Value::as_str) != Some(name) =>
+        {
+            Some(serde_json::json!({"namespace": namespace, "name": name}))
+        }
+        _ => None,
+    }
+}
+
 /// As [`bundle_change`], and where the client config beside the `caBundle` names a Service, that it
 /// names `service` (`namespace`, `name`); one patch for both.
 pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: Option<(&str, &str)>) -> BundleChange {
@@ -65,16 +108,7 @@ pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: O
     let parent = parents.iter().try_fold(crd, |value, part| value.get(part));
     let Some(parent) = parent.filter(|p| p.is_object()) else { return BundleChange::NoWebhook };
     let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
-    let named = parent.get("service").filter(|s| s.is_object());
-    let service_change = match (named, service) {
-        (Some(named), Some((namespace, name)))
-            if named.get("namespace").and_then(Value::as_str) != Some(namespace)
-                || named.get("name").and_then(Value::as_str) != Some(name) =>
-        {
-            Some(serde_json::json!({"namespace": namespace, "name": name}))
-        }
-        _ => None,
-    };
+    let service_change = service_change(parent.get("service"), service);
     let bundle_current = held.as_deref() == Some(ca_pem.as_bytes());
     if bundle_current && service_change.is_none() {
         return BundleChange::Current;
@@ -118,6 +152,38 @@ pub async fn inject(
     target: &CaBundleTarget,
     ca_pem: &str,
 ) -> Result<Injected, kube::Error> {
+    let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
+    let written =
+        patch_if_needed(crds, target, |crd| client_config_change(crd, &target.pointer, ca_pem, service)).await?;
+    if written == Injected::Patched {
+        tracing::info!(crd = %target.crd, "the webhook's CA written into the CRD's caBundle");
+    }
+    Ok(written)
+}
+
+/// With cert-manager: makes `target`'s CRD name the Certificate `inject_from` (`namespace/name`) for
+/// cert-manager's CA injector, and the operator's Service: a read, and a patch only if it differs.
+pub async fn name_injector(
+    crds: &Api<CustomResourceDefinition>,
+    target: &CaBundleTarget,
+    inject_from: &str,
+) -> Result<Injected, kube::Error> {
+    let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
+    let written =
+        patch_if_needed(crds, target, |crd| injector_change(crd, &target.pointer, inject_from, service)).await?;
+    if written == Injected::Patched {
+        tracing::info!(crd = %target.crd, %inject_from, "the CRD names cert-manager's Certificate for its CA injector");
+    }
+    Ok(written)
+}
+
+/// Reads `target`'s CRD and sends the patch `change` decides on, if any; a patch that met another
+/// writer (409) is decided again on a fresh read.
+async fn patch_if_needed(
+    crds: &Api<CustomResourceDefinition>,
+    target: &CaBundleTarget,
+    change: impl Fn(&Value) -> BundleChange,
+) -> Result<Injected, kube::Error> {
     let mut attempt = 0;
     loop {
         let Some(crd) = crds.get_opt(&target.crd).await? else {
@@ -125,8 +191,7 @@ pub async fn inject(
             return Ok(Injected::NoCrd);
         };
         let crd = serde_json::to_value(crd).map_err(kube::Error::SerdeError)?;
-        let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
-        let patch = match client_config_change(&crd, &target.pointer, ca_pem, service) {
+        let patch = match change(&crd) {
             BundleChange::Current => return Ok(Injected::Current),
             BundleChange::NoWebhook => {
                 tracing::info!(crd = %target.crd, path = %target.pointer, "the CRD has no webhook conversion: its caBundle is left alone");
@@ -135,10 +200,7 @@ pub async fn inject(
             BundleChange::Patch(patch) => patch,
         };
         match crds.patch(&target.crd, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => {
-                tracing::info!(crd = %target.crd, "the webhook's CA written into the CRD's caBundle");
-                return Ok(Injected::Patched);
-            }
+            Ok(_) => return Ok(Injected::Patched),
             Err(kube::Error::Api(status)) if status.is_conflict() && attempt + 1 < ATTEMPTS => attempt += 1,
             Err(error) => return Err(error),
         }
@@ -150,6 +212,40 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// cert-manager mode: the annotation and the Service in one patch, then nothing; the caBundle is
+    /// never written (the CA injector's).
+    #[test]
+    fn the_crd_is_made_to_name_the_certificate_and_the_service_once() {
+        let shipped = crd(
+            json!({"service": {"name": "blueprint-operator-webhook", "namespace": "ecosystem", "path": "/convert", "port": 443}}),
+        );
+        let service = Some(("ces", "bp-webhook"));
+        let BundleChange::Patch(patch) = injector_change(&shipped, CONVERSION_CA_BUNDLE, "ces/bp-cert", service) else {
+            panic!("a patch")
+        };
+        assert_eq!(
+            patch,
+            json!({"metadata": {"annotations": {INJECT_CA_FROM: "ces/bp-cert"}, "resourceVersion": "41"},
+                   "spec": {"conversion": {"webhook": {"clientConfig": {"service": {"namespace": "ces", "name": "bp-webhook"}}}}}})
+        );
+        let mut patched = shipped.clone();
+        json_patch::merge(&mut patched, &patch);
+        assert_eq!(patched["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"], 443);
+        assert_eq!(injector_change(&patched, CONVERSION_CA_BUNDLE, "ces/bp-cert", service), BundleChange::Current);
+        // In `ecosystem` under the shipped names: the annotation alone.
+        let BundleChange::Patch(patch) = injector_change(
+            &shipped,
+            CONVERSION_CA_BUNDLE,
+            "ecosystem/blueprint-operator-webhook",
+            Some(("ecosystem", "blueprint-operator-webhook")),
+        ) else {
+            panic!("a patch")
+        };
+        assert!(patch.get("spec").is_none(), "{patch}");
+        let no_webhook = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
+        assert_eq!(injector_change(&no_webhook, CONVERSION_CA_BUNDLE, "ces/bp-cert", None), BundleChange::NoWebhook);
+    }
 
     fn crd(client_config: Value) -> Value {
         json!({"metadata": {"name": "blueprints.k8s.cloudogu.com", "resourceVersion": "41"},
