@@ -309,34 +309,35 @@ fn value_changes<'a, 'd>(
     for entry in entries {
         let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
         let hidden = store.from_secret(key);
-        let current = match (actual.and_then(|a| a.get(key)), hidden) {
-            (Some(value), _) => Some(ConfigValueView::Plain(value.clone())),
-            (None, Some(_)) => Some(ConfigValueView::FromSecret),
+        let plain = actual.and_then(|a| a.get(key));
+        // What the diff shows of the current value (built only for a change: this runs for every key).
+        let shown = |secret_source: bool| match (plain, hidden) {
+            (Some(value), None) if !secret_source => Some(ConfigValueView::Plain(value.clone())),
             (None, None) => None,
+            _ => Some(ConfigValueView::FromSecret),
         };
-        let change = |action, expected, source| ConfigChange {
+        let change = |action, actual, expected, source| ConfigChange {
             key: entry.key.to_owned(),
             action,
-            actual: current.clone(),
+            actual,
             expected,
             source,
         };
         if entry.absent {
-            if current.is_some() {
-                changes.push(change(ConfigAction::Remove, None, None));
+            if plain.is_some() || hidden.is_some() {
+                changes.push(change(ConfigAction::Remove, shown(false), None, None));
             }
         } else if let Some(reference) = entry.secret_ref {
             let Some(wanted) = from_secret(entry.key) else { continue };
             if hidden != Some(wanted) {
                 // A key the blueprint fills from a Secret may hold a copy of it that no annotation names
                 // (written by the Go operator before a switch): its current value is not shown either.
-                let actual = current.as_ref().map(|_| ConfigValueView::FromSecret);
                 let expected = Some(ConfigValueView::FromSecret);
-                changes.push(ConfigChange { actual, ..change(ConfigAction::Set, expected, Some(reference.clone())) });
+                changes.push(change(ConfigAction::Set, shown(true), expected, Some(reference.clone())));
             }
-        } else if hidden.is_some() || current.as_ref().and_then(ConfigValueView::shown) != entry.value {
+        } else if hidden.is_some() || plain.map(String::as_str) != entry.value {
             let expected = entry.value.map(|v| ConfigValueView::Plain(v.to_owned()));
-            changes.push(change(ConfigAction::Set, expected, None));
+            changes.push(change(ConfigAction::Set, shown(false), expected, None));
         }
     }
     changes
