@@ -87,6 +87,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
     let store = |entries: BTreeMap<String, String>| ConfigObservation::Present {
         entries,
         from_secrets: BTreeMap::new(),
+        unrecorded: Default::default(),
         last_updated: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
         resource_version: Some("1".into()),
     };

@@ -118,6 +118,7 @@ where
     ConfigObservation::Present {
         entries: entries.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
         from_secrets: BTreeMap::new(),
+        unrecorded: Default::default(),
         last_updated,
         resource_version: Some("7".into()),
     }
@@ -243,6 +244,20 @@ impl Scenario {
         self
     }
 
+    /// As [`Scenario::with_keys_from_secrets`], for copies no annotation names yet (the observer digests
+    /// them because the blueprint fills those keys from a Secret).
+    pub fn with_unrecorded_keys_from_secrets(self, dogu: Option<&str>, entries: &[(&str, &str)]) -> Self {
+        let mut scenario = self.with_keys_from_secrets(dogu, entries);
+        let store = match dogu {
+            Some(dogu) => scenario.dogu_configs.get_mut(dogu).expect("just added"),
+            None => &mut scenario.global,
+        };
+        if let ConfigObservation::Present { unrecorded, .. } = store {
+            unrecorded.extend(entries.iter().map(|(k, _)| k.to_string()));
+        }
+        scenario
+    }
+
     /// Sensitive config with the given plaintext values (digested here, as the observer does).
     pub fn with_sensitive(mut self, dogu: &str, entries: &[(&str, &str)], last_updated: Option<Time>) -> Self {
         let digested: Vec<(&str, SecretDigest)> = entries.iter().map(|(k, v)| (*k, digest(v))).collect();
@@ -334,6 +349,12 @@ impl Scenario {
     pub fn with_referenced_config_map(mut self, name: &str, entries: &[(&str, &str)]) -> Self {
         let data = entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         self.referenced_config_maps.insert(name.into(), crate::observation::ReferencedConfigMap::Present { data });
+        self
+    }
+
+    /// A referenced ConfigMap the observer did not read: a config object holding values from Secrets.
+    pub fn with_referenced_config_map_holding_secret_values(mut self, name: &str) -> Self {
+        self.referenced_config_maps.insert(name.into(), crate::observation::ReferencedConfigMap::HoldsSecretValues);
         self
     }
 

@@ -16,9 +16,15 @@ use crate::config_format::{self, ConfigError};
 /// from a Secret. Absent: none did.
 pub const ANNOTATION: &str = "blueprint-operator.k8s.cloudogu.com/keys-from-secrets";
 
-/// The keys the annotation names.
+/// The keys the annotation names, normalized as stored (a hand-written `/a/b` is `a/b`).
 pub fn parse(text: &str) -> Result<BTreeSet<String>, String> {
-    serde_json::from_str(text).map_err(|_| format!("annotation {ANNOTATION} is not a JSON list of config keys"))
+    let names: Vec<String> =
+        serde_json::from_str(text).map_err(|_| format!("annotation {ANNOTATION} is not a JSON list of config keys"))?;
+    Ok(names
+        .iter()
+        .map(|name| config_format::normalize_key(name).unwrap_or(name).to_owned())
+        .filter(|key| !key.is_empty())
+        .collect())
 }
 
 /// The annotation's value for these keys; `None`: the annotation is to be removed.
@@ -90,6 +96,7 @@ mod tests {
         let text = render(&keys).unwrap();
         assert_eq!(text, r#"["a/b","c"]"#);
         assert_eq!(parse(&text).unwrap(), keys);
+        assert_eq!(parse(r#"["/a/b", "c", ""]"#).unwrap(), keys, "normalized as stored");
         let error = parse("a/b,c").unwrap_err();
         assert!(error.contains(ANNOTATION), "{error}");
     }

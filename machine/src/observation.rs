@@ -191,9 +191,14 @@ pub enum ConfigObservation<V> {
         entries: BTreeMap<String, V>,
         /// Keys of a normal config object whose values were copied from a Secret (`secretRef` without
         /// `sensitive`), digested like sensitive values: the object names them in an annotation
-        /// ([`crate::config_format::FROM_SECRETS_ANNOTATION`]) and their values are never observed.
+        /// ([`crate::keys_from_secrets::ANNOTATION`]) and their values are never observed.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         from_secrets: BTreeMap<String, SecretDigest>,
+        /// Keys of `from_secrets` the annotation does not name: the blueprint fills them from a Secret
+        /// and their value is a copy written before the annotation existed (by the Go operator). They
+        /// are written once more, which records them.
+        #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+        unrecorded: BTreeSet<String>,
         /// When the object was last written (newest `managedFields` time, else its creation time).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         last_updated: Option<Time>,
@@ -234,6 +239,11 @@ impl<V> ConfigObservation<V> {
             ConfigObservation::Present { from_secrets, .. } => from_secrets.get(key),
             _ => None,
         }
+    }
+
+    /// Whether a key's value came from a Secret without the annotation naming it.
+    pub fn unrecorded(&self, key: &str) -> bool {
+        matches!(self, ConfigObservation::Present { unrecorded, .. } if unrecorded.contains(key))
     }
 
     pub fn entries(&self) -> Option<&BTreeMap<String, V>> {
@@ -298,6 +308,9 @@ pub enum ReferencedConfigMap {
     },
     /// It exists but does not fit the ConfigMap type.
     Unreadable,
+    /// A config object holding values copied from Secrets (its annotation names them): not read, so
+    /// that a `configRef` cannot copy them into plain view.
+    HoldsSecretValues,
 }
 
 /// The descriptor lookup for one wanted dogu in one version.

@@ -2,7 +2,7 @@
 //! shell needs it before it can observe (which dogu descriptors and which Secrets to read), and the
 //! reconcile needs it again: one [`Reading`] serves both, so a reconcile parses its Blueprint once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::api::{Blueprint, BlueprintMaskObject, ConfigEntry};
@@ -53,6 +53,16 @@ impl<'b> Reading<'b> {
         match &self.result {
             Ok(read) => references::referenced_secret_names(&read.effective),
             Err(_) => BTreeSet::new(),
+        }
+    }
+
+    /// The keys of each normal config object (by dogu; `None`: global config) that the blueprint fills
+    /// from a Secret: the observer shows their current values as digests only, also a copy that no
+    /// annotation names yet (one written by the Go operator before a switch).
+    pub fn keys_filled_from_secrets(&self) -> BTreeMap<Option<String>, BTreeSet<String>> {
+        match &self.result {
+            Ok(read) => references::keys_filled_from_secrets(&read.effective),
+            Err(_) => BTreeMap::new(),
         }
     }
 

@@ -30,6 +30,19 @@ fn references<'e, 'a>(
     present_entries(effective).filter(|(_, e)| e.secret_ref.is_some())
 }
 
+/// The keys of each normal config object (`None`: global config) that the effective blueprint fills
+/// from a Secret (`secretRef` without `sensitive`), normalized as stored.
+pub(crate) fn keys_filled_from_secrets(
+    effective: &EffectiveBlueprint<'_>,
+) -> BTreeMap<Option<String>, BTreeSet<String>> {
+    let mut filled: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
+    for (dogu, entry) in references(effective).filter(|(_, e)| !e.sensitive) {
+        let key = crate::config_format::normalize_key(entry.key).unwrap_or(entry.key);
+        filled.entry(dogu.map(str::to_owned)).or_default().insert(key.to_owned());
+    }
+    filled
+}
+
 /// The ConfigMaps the effective blueprint's `configRef`s name (dogu and global config).
 pub(crate) fn referenced_config_map_names(effective: &EffectiveBlueprint<'_>) -> BTreeSet<String> {
     config_references(effective).map(|(_, _, r)| r.name.clone()).collect()
@@ -68,6 +81,14 @@ pub(crate) fn resolve_config_refs<'a>(
                 if reported.insert(reference.name.clone()) {
                     problems.push(Problem::new(format!(
                         "referenced config map \"{}\" cannot be read: it does not fit the ConfigMap type",
+                        reference.name
+                    )));
+                }
+            }
+            Some(ReferencedConfigMap::HoldsSecretValues) => {
+                if reported.insert(reference.name.clone()) {
+                    problems.push(Problem::new(format!(
+                        "referenced config map \"{}\" holds values copied from Secrets: reference the Secrets instead",
                         reference.name
                     )));
                 }

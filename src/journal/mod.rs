@@ -2,8 +2,10 @@
 //! a reconcile can be re-run offline (`replay`) by a newer operator and every change of behaviour
 //! shows up as a readable difference.
 //!
-//! Secrets appear only as digests: the Observation never holds a plaintext value (its sensitive config
-//! and referenced Secrets are HMAC digests), and decisions refer to Secrets by name and key. One more
+//! Secrets appear only as digests: the Observation never holds a plaintext value (its sensitive config,
+//! referenced Secrets and the normal config's values copied from Secrets are HMAC digests; a config
+//! ConfigMap holding such values is not read through a `configRef`), and decisions refer to Secrets by
+//! name and key. One more
 //! place could hold one: a Blueprint whose author wrote a sensitive value in plain text (which static
 //! validation rejects) — the journal replaces such values, and drops the Blueprint's annotations (where
 //! tools such as kubectl keep copies of the spec) and managed fields. Neither changes a decision: the

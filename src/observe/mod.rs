@@ -9,7 +9,7 @@ pub mod decoded;
 pub mod digest;
 pub mod referenced;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -46,29 +46,36 @@ pub fn last_updated(meta: &ObjectMeta) -> Option<Time> {
 }
 
 /// A config ConfigMap, flattened. The values of the keys its annotation says came from a Secret
-/// (`blueprint_machine::keys_from_secrets`) are digested, never kept.
-pub fn config_map_observation(config_map: &ConfigMap, digester: &Digester) -> ConfigObservation<String> {
+/// (`blueprint_machine::keys_from_secrets`), and of the keys `filled` the blueprint fills from a
+/// Secret, are digested, never kept.
+pub fn config_map_observation(
+    config_map: &ConfigMap,
+    digester: &Digester,
+    filled: &BTreeSet<String>,
+) -> ConfigObservation<String> {
     let last_updated = last_updated(&config_map.metadata);
     let resource_version = config_map.metadata.resource_version.clone();
-    let from_secrets = match config_map.metadata.annotations.as_ref().and_then(|a| a.get(keys_from_secrets::ANNOTATION))
-    {
-        None => Default::default(),
-        Some(text) => match keys_from_secrets::parse(text) {
-            Ok(keys) => keys,
-            // Which values came from a Secret is unknown: show none of them.
-            Err(reason) => return ConfigObservation::Malformed { reason, last_updated, resource_version },
-        },
+    let recorded = match annotated_keys(config_map) {
+        Ok(keys) => keys,
+        // Which values came from a Secret is unknown: show none of them.
+        Err(reason) => return ConfigObservation::Malformed { reason, last_updated, resource_version },
     };
     let text = config_map.data.as_ref().and_then(|d| d.get(DATA_KEY)).map(String::as_str).unwrap_or("");
     match config_format::parse(text) {
         Ok(mut entries) => {
-            let from_secrets = from_secrets
-                .into_iter()
-                .filter_map(|key| entries.remove(&key).map(|value| (key, digester.digest(value.as_bytes()))))
-                .collect();
-            ConfigObservation::Present { entries, from_secrets, last_updated, resource_version }
+            let mut from_secrets = BTreeMap::new();
+            let mut unrecorded = BTreeSet::new();
+            for key in recorded.iter().chain(filled) {
+                if let Some(value) = entries.remove(key) {
+                    from_secrets.insert(key.clone(), digester.digest(value.as_bytes()));
+                    if !recorded.contains(key) {
+                        unrecorded.insert(key.clone());
+                    }
+                }
+            }
+            ConfigObservation::Present { entries, from_secrets, unrecorded, last_updated, resource_version }
         }
-        Err(e) if from_secrets.is_empty() => {
+        Err(e) if recorded.is_empty() && filled.is_empty() => {
             ConfigObservation::Malformed { reason: e.to_string(), last_updated, resource_version }
         }
         // The parser's message may quote a value that came from a Secret.
@@ -77,6 +84,14 @@ pub fn config_map_observation(config_map: &ConfigMap, digester: &Digester) -> Co
             last_updated,
             resource_version,
         },
+    }
+}
+
+/// The keys a ConfigMap's annotation says hold values copied from Secrets.
+fn annotated_keys(config_map: &ConfigMap) -> Result<BTreeSet<String>, String> {
+    match config_map.metadata.annotations.as_ref().and_then(|a| a.get(keys_from_secrets::ANNOTATION)) {
+        None => Ok(BTreeSet::new()),
+        Some(text) => keys_from_secrets::parse(text),
     }
 }
 
@@ -90,6 +105,7 @@ pub fn sensitive_observation(secret: &Secret, digester: &Digester) -> ConfigObse
         Ok(entries) => ConfigObservation::Present {
             entries: entries.into_iter().map(|(k, v)| (k, digester.digest(v.as_bytes()))).collect(),
             from_secrets: Default::default(),
+            unrecorded: Default::default(),
             last_updated,
             resource_version,
         },
@@ -157,6 +173,9 @@ pub struct Snapshot<'a> {
     pub referenced_secrets: Option<BTreeMap<String, ReferencedSecret>>,
     /// Referenced ConfigMaps read already (the controller's cache); `None`: find them in `config_maps`.
     pub referenced_config_maps: Option<BTreeMap<String, ReferencedConfigMap>>,
+    /// The keys of each normal config object (by dogu; `None`: global) the blueprint fills from a Secret
+    /// (the controller's reading of the Blueprint); `None`: read them from `blueprint`.
+    pub keys_filled_from_secrets: Option<BTreeMap<Option<String>, BTreeSet<String>>>,
     pub descriptors: Vec<DescriptorEntry>,
     /// The backup operator's Restores (empty where its CRDs are not installed).
     pub restores: Vec<RestoreObservation>,
@@ -191,15 +210,24 @@ impl Snapshot<'_> {
     pub fn observe(&self, digester: &Digester) -> Observation {
         let mut global_config = ConfigObservation::Missing;
         let mut dogu_configs = BTreeMap::new();
+        let filled = match &self.keys_filled_from_secrets {
+            Some(filled) => filled.clone(),
+            None => self.reading(|reading| reading.keys_filled_from_secrets()),
+        };
+        let none = BTreeSet::new();
+        let filled_in = |dogu: Option<&String>| filled.get(&dogu.cloned()).unwrap_or(&none);
         let mut health_config = None;
         for config_map in &self.config_maps {
             if config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG) {
                 health_config = Some(config_map.data.clone().unwrap_or_default());
             }
             match config_target(&config_map.metadata) {
-                Some(ConfigTarget::Global) => global_config = config_map_observation(config_map, digester),
+                Some(ConfigTarget::Global) => {
+                    global_config = config_map_observation(config_map, digester, filled_in(None));
+                }
                 Some(ConfigTarget::Dogu(dogu)) => {
-                    dogu_configs.insert(dogu, config_map_observation(config_map, digester));
+                    let observed = config_map_observation(config_map, digester, filled_in(Some(&dogu)));
+                    dogu_configs.insert(dogu, observed);
                 }
                 _ => {}
             }
@@ -261,22 +289,24 @@ impl Snapshot<'_> {
         }
     }
 
+    /// What `read` finds in a reading of the blueprint (nothing without one).
+    fn reading<T: Default>(&self, read: impl FnOnce(&blueprint_machine::Reading<'_>) -> T) -> T {
+        self.blueprint
+            .as_deref()
+            .map(|b| read(&blueprint_machine::Reading::of(b, &self.blueprint_masks)))
+            .unwrap_or_default()
+    }
+
     /// The ConfigMaps the blueprint's `configRef`s name, from `config_maps`; a name without a ConfigMap
     /// there is missing.
     fn find_referenced_config_maps(&self) -> BTreeMap<String, ReferencedConfigMap> {
-        let referenced = self
-            .blueprint
-            .as_deref()
-            .map(|b| blueprint_machine::Reading::of(b, &self.blueprint_masks).referenced_config_maps())
-            .unwrap_or_default();
+        let referenced = self.reading(|reading| reading.referenced_config_maps());
         referenced
             .into_iter()
             .map(|name| {
                 let found = self.config_maps.iter().find(|c| c.metadata.name.as_deref() == Some(name.as_str()));
                 let observed = match found {
-                    Some(config_map) => {
-                        ReferencedConfigMap::Present { data: config_map.data.clone().unwrap_or_default() }
-                    }
+                    Some(config_map) => referenced_config_map_content(config_map),
                     None => ReferencedConfigMap::Missing,
                 };
                 (name, observed)
@@ -287,11 +317,7 @@ impl Snapshot<'_> {
     /// The Secrets the blueprint references, digested from `secrets`; a name without a Secret there is
     /// missing.
     fn digest_referenced_secrets(&self, digester: &Digester) -> BTreeMap<String, ReferencedSecret> {
-        let referenced = self
-            .blueprint
-            .as_deref()
-            .map(|b| blueprint_machine::Reading::of(b, &self.blueprint_masks).referenced_secrets())
-            .unwrap_or_default();
+        let referenced = self.reading(|reading| reading.referenced_secrets());
         let mut digested = BTreeMap::new();
         for secret in &self.secrets {
             if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
@@ -310,10 +336,17 @@ pub fn referenced_config_map(read: Option<&Decoded<ConfigMap>>) -> ReferencedCon
     match read {
         None => ReferencedConfigMap::Missing,
         Some(Decoded::Undecodable(_)) => ReferencedConfigMap::Unreadable,
-        Some(Decoded::Object(config_map)) => {
-            ReferencedConfigMap::Present { data: config_map.data.clone().unwrap_or_default() }
-        }
+        Some(Decoded::Object(config_map)) => referenced_config_map_content(config_map),
     }
+}
+
+/// A referenced ConfigMap's data, unless it holds values copied from Secrets (a config object whose
+/// annotation names such keys): those are never read through a `configRef`.
+fn referenced_config_map_content(config_map: &ConfigMap) -> ReferencedConfigMap {
+    if !matches!(annotated_keys(config_map), Ok(keys) if keys.is_empty()) {
+        return ReferencedConfigMap::HoldsSecretValues;
+    }
+    ReferencedConfigMap::Present { data: config_map.data.clone().unwrap_or_default() }
 }
 
 /// A config object that does not fit its type.
@@ -349,7 +382,7 @@ mod tests {
         let digester = Digester::random();
         let map =
             config_map("relay:\n  password: s3cr3t\n  host: mail.example.com\n", Some(r#"["relay/password","gone"]"#));
-        let observed = config_map_observation(&map, &digester);
+        let observed = config_map_observation(&map, &digester, &BTreeSet::new());
         let ConfigObservation::Present { entries, from_secrets, .. } = &observed else { panic!("{observed:?}") };
         assert_eq!(entries.keys().collect::<Vec<_>>(), ["relay/host"]);
         // A name without its key in the object is no key from a Secret.
@@ -357,15 +390,47 @@ mod tests {
         assert!(!serde_json::to_string(&observed).unwrap().contains("s3cr3t"));
     }
 
+    /// A copy the Go operator wrote before the switch: no annotation names it, the blueprint fills the key
+    /// from a Secret: digested (and marked, so that it is written once more and recorded).
+    #[test]
+    fn keys_the_blueprint_fills_from_secrets_are_digested_without_an_annotation() {
+        let digester = Digester::random();
+        let map = config_map("relay:\n  password: s3cr3t\n  host: mail.example.com\n", None);
+        let filled = BTreeSet::from(["relay/password".to_owned(), "not/there".to_owned()]);
+        let observed = config_map_observation(&map, &digester, &filled);
+        let ConfigObservation::Present { entries, from_secrets, unrecorded, .. } = &observed else {
+            panic!("{observed:?}")
+        };
+        assert_eq!(entries.keys().collect::<Vec<_>>(), ["relay/host"]);
+        assert_eq!(from_secrets.keys().collect::<Vec<_>>(), ["relay/password"]);
+        assert_eq!(unrecorded.iter().collect::<Vec<_>>(), ["relay/password"]);
+        assert!(!serde_json::to_string(&observed).unwrap().contains("s3cr3t"));
+    }
+
+    /// A `configRef` cannot read a config object that holds values from Secrets.
+    #[test]
+    fn a_referenced_config_map_holding_secret_values_is_not_read() {
+        let annotated = config_map("password: s3cr3t\n", Some(r#"["password"]"#));
+        assert_eq!(referenced_config_map_content(&annotated), ReferencedConfigMap::HoldsSecretValues);
+        let garbage = config_map("password: s3cr3t\n", Some("password"));
+        assert_eq!(referenced_config_map_content(&garbage), ReferencedConfigMap::HoldsSecretValues);
+        let plain = config_map("host: mail\n", None);
+        assert!(matches!(referenced_config_map_content(&plain), ReferencedConfigMap::Present { .. }));
+    }
+
     #[test]
     fn an_unreadable_annotation_or_document_shows_no_value() {
         let digester = Digester::random();
-        let observed = config_map_observation(&config_map("password: s3cr3t\n", Some("password")), &digester);
+        let observed =
+            config_map_observation(&config_map("password: s3cr3t\n", Some("password")), &digester, &BTreeSet::new());
         let ConfigObservation::Malformed { reason, .. } = &observed else { panic!("{observed:?}") };
         assert!(reason.contains(keys_from_secrets::ANNOTATION), "{reason}");
 
-        let observed =
-            config_map_observation(&config_map("password: s3cr3t\nbroken: [\n", Some(r#"["password"]"#)), &digester);
+        let observed = config_map_observation(
+            &config_map("password: s3cr3t\nbroken: [\n", Some(r#"["password"]"#)),
+            &digester,
+            &BTreeSet::new(),
+        );
         let ConfigObservation::Malformed { reason, .. } = &observed else { panic!("{observed:?}") };
         assert!(!reason.contains("s3cr3t") && reason.contains("withheld"), "{reason}");
     }

@@ -220,6 +220,7 @@ fn observe(
         undecodable: cluster.undecodable.iter().map(|(kind, u)| (*kind, &**u)).collect(),
         referenced_secrets: None,
         referenced_config_maps: None,
+        keys_filled_from_secrets: None,
         descriptors,
         restores: cluster.restores.iter().map(crate::observe::restore_observation).collect(),
         debug_mode: cluster.debug_modes.iter().find_map(crate::observe::debug_mode_observation),

@@ -103,6 +103,7 @@ pub(super) async fn observe(
         undecodable,
         referenced_secrets: Some(referenced),
         referenced_config_maps: Some(referenced_config_maps),
+        keys_filled_from_secrets: Some(reading.map(Reading::keys_filled_from_secrets).unwrap_or_default()),
         descriptors,
         debug_mode: stores.debug_modes.state().iter().find_map(|d| debug_mode_observation(d)),
         restores: stores.restores.state().iter().map(|r| restore_observation(r)).collect(),

@@ -118,10 +118,14 @@ pub async fn start(
                         .with_service(namespace, service);
                 let inject_from = format!("{namespace}/{certificate}");
                 let crds = kube::Api::all(client);
-                // Once: cert-manager's CA injector keeps the caBundle from then on.
+                // Once, until it is done (cert-manager's CA injector keeps the caBundle from then on); a
+                // failure (the API server restarting, a missing right) is retried, 1 s doubling to 5 min.
                 tokio::spawn(async move {
-                    if let Err(error) = certificates::ca_bundle::name_injector(&crds, &target, &inject_from).await {
-                        tracing::warn!(%error, crd = %target.crd, "could not name cert-manager's Certificate in the CRD");
+                    let mut wait = std::time::Duration::from_secs(1);
+                    while let Err(error) = certificates::ca_bundle::name_injector(&crds, &target, &inject_from).await {
+                        tracing::warn!(%error, crd = %target.crd, retry_in = ?wait, "could not name cert-manager's Certificate in the CRD");
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(std::time::Duration::from_secs(300));
                     }
                 });
             }

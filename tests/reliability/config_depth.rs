@@ -30,7 +30,7 @@ fn config_map(entries: &BTreeMap<String, String>) -> ConfigMap {
 fn everything_the_writer_accepts_reads_back_and_older_deeper_writes_too() {
     for parts in [1, MAX_KEY_PARTS, MAX_KEY_PARTS + 6, READ_MAX_DEPTH] {
         let entries: BTreeMap<String, String> = [(key(parts), "v".to_owned()), ("a".to_owned(), "b".to_owned())].into();
-        match config_map_observation(&config_map(&entries), &Digester::random()) {
+        match config_map_observation(&config_map(&entries), &Digester::random(), &Default::default()) {
             ConfigObservation::Present { entries: read, .. } => assert_eq!(read, entries, "{parts} parts"),
             other => panic!("{parts} parts not read back: {other:?}"),
         }
@@ -43,7 +43,7 @@ fn everything_the_writer_accepts_reads_back_and_older_deeper_writes_too() {
 fn a_deeper_document_is_reported_in_one_line_without_its_content() {
     let entries: BTreeMap<String, String> = [(key(READ_MAX_DEPTH + 1), "s3cr3t-looking".to_owned())].into();
     let ConfigObservation::Malformed { reason, .. } =
-        config_map_observation(&config_map(&entries), &Digester::random())
+        config_map_observation(&config_map(&entries), &Digester::random(), &Default::default())
     else {
         panic!("read beyond the budget")
     };

@@ -329,7 +329,7 @@ fn value_changes<'a, 'd>(
             }
         } else if let Some(reference) = entry.secret_ref {
             let Some(wanted) = from_secret(entry.key) else { continue };
-            if hidden != Some(wanted) {
+            if hidden != Some(wanted) || store.unrecorded(key) {
                 // A key the blueprint fills from a Secret may hold a copy of it that no annotation names
                 // (written by the Go operator before a switch): its current value is not shown either.
                 let expected = Some(ConfigValueView::FromSecret);

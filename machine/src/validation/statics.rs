@@ -190,8 +190,9 @@ fn missing_value(key: &str) -> Problem {
     Problem::new(format!("config entry \"{key}\" needs a value or absent: true (write value: \"\" for an empty value)"))
 }
 
+/// Keys are compared as stored: `/a` and `a` are the same key.
 fn duplicate_keys(entries: &[ConfigEntry]) -> Vec<Problem> {
-    repeated(entries.iter().map(|e| e.key))
+    repeated(entries.iter().map(|e| crate::config_format::normalize_key(e.key).unwrap_or(e.key)))
         .into_iter()
         .map(|key| Problem::new(format!("duplicate dogu config Key found: {key}")))
         .collect()

@@ -361,6 +361,18 @@ fn keys_holding_their_secrets_value_are_not_written_again_and_a_changed_secret_i
     let entry = config_diff(&switched, "from/secret");
     assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
     assert_no_secret(&switched);
+
+    // As the observer shows that copy (digested, not named by the annotation): the same value as the
+    // Secret's is still written once, so that the annotation records it.
+    let unrecorded = with_credentials(WITH_SECRET_REFS)
+        .with_dogu_config("dogu1", &[("plain", "kept")], None)
+        .with_unrecorded_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)])
+        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
+        .decide();
+    assert_eq!(
+        config_sets(&unrecorded),
+        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
+    );
 }
 
 /// The hole an earlier attempt had: once the blueprint stops filling a key from a Secret, the key's
@@ -408,4 +420,34 @@ fn a_missing_secret_or_key_of_normal_config_is_reported_and_nothing_is_written()
     assert!(m.contains("could not load config from referenced secrets"), "{m}");
     assert!(m.contains("referenced key \"mail\" in secret \"credentials\" does not exist"), "{m}");
     assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
+}
+
+/// A `configRef` to a config object holding values copied from Secrets would copy them into plain view:
+/// such a ConfigMap is not read, and the blueprint is not executable until the reference names another.
+#[test]
+fn a_config_ref_to_a_config_map_holding_secret_values_is_refused() {
+    let decision = Scenario::v3(WITH_CONFIG_REFS).with_referenced_config_map_holding_secret_values("settings").decide();
+    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
+    let m = message(&decision, "Executable");
+    assert!(m.contains("referenced config map \"settings\" holds values copied from Secrets"), "{m}");
+    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
+}
+
+/// `/a` and `a` are one key as stored: two entries for it could never converge (each reconcile would
+/// write the other's value), so they are a duplicate.
+#[test]
+fn keys_that_differ_only_by_a_leading_slash_are_duplicates() {
+    let spec = "displayName: x
+blueprint:
+  dogus: [{name: official/dogu1, version: 3.2.1-1}]
+  config:
+    dogus:
+      dogu1:
+        - {key: /from/secret, secretRef: {name: credentials, key: token}}
+        - {key: from/secret, value: plain}
+";
+    let decision = Scenario::v3(spec).decide();
+    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
+    let m = message(&decision, "Valid");
+    assert!(m.contains("duplicate dogu config Key found: from/secret"), "{m}");
 }

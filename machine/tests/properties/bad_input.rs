@@ -372,7 +372,7 @@ proptest! {
             serde_saphyr::to_string(&mutate(value, &mutations)).unwrap_or_default()
         };
         let observation = match config_format::parse(&text) {
-            Ok(entries) => ConfigObservation::Present { entries, from_secrets: Default::default(), last_updated: None, resource_version: Some("1".into()) },
+            Ok(entries) => ConfigObservation::Present { entries, from_secrets: Default::default(), unrecorded: Default::default(), last_updated: None, resource_version: Some("1".into()) },
             Err(e) => ConfigObservation::Malformed { reason: e.to_string(), last_updated: None, resource_version: Some("1".into()) },
         };
         let blueprint = serde_json::from_value(base_blueprint()).unwrap();

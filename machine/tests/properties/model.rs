@@ -304,6 +304,7 @@ fn present<V, F: Fn(&String) -> V>(store: &Store, value: F) -> ConfigObservation
     ConfigObservation::Present {
         entries: shown.into_iter().map(|(k, v)| (k.clone(), value(v))).collect(),
         from_secrets: hidden.into_iter().map(|(k, v)| (k.clone(), digest(v))).collect(),
+        unrecorded: Default::default(),
         last_updated: Some(at(store.updated)),
         resource_version: Some(store.version.to_string()),
     }

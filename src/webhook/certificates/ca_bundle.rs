@@ -110,7 +110,10 @@ pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: O
     let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
     let service_change = service_change(parent.get("service"), service);
     let bundle_current = held.as_deref() == Some(ca_pem.as_bytes());
-    if bundle_current && service_change.is_none() {
+    // Left from cert-manager mode, the annotation would have cert-manager's CA injector overwrite this
+    // CA with its own: it goes in the same patch.
+    let injected = crd.pointer("/metadata/annotations").and_then(|a| a.get(INJECT_CA_FROM)).is_some();
+    if bundle_current && service_change.is_none() && !injected {
         return BundleChange::Current;
     }
     let mut fields = Map::new();
@@ -126,6 +129,9 @@ pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: O
     }
     if let Some(version) = crd.pointer("/metadata/resourceVersion") {
         patch["metadata"] = serde_json::json!({"resourceVersion": version});
+    }
+    if injected {
+        patch["metadata"]["annotations"] = serde_json::json!({INJECT_CA_FROM: null});
     }
     BundleChange::Patch(patch)
 }
@@ -212,6 +218,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Self-managed after cert-manager: the annotation naming cert-manager's Certificate goes with the CA
+    /// (else the injector would overwrite the CA), once.
+    #[test]
+    fn the_self_managed_ca_removes_cert_managers_annotation() {
+        let mut annotated = crd(json!({"service": {"name": "s"}}));
+        annotated["metadata"]["annotations"] =
+            json!({INJECT_CA_FROM: "ecosystem/blueprint-operator-webhook", "other": "kept"});
+        let BundleChange::Patch(patch) = bundle_change(&annotated, CONVERSION_CA_BUNDLE, "ca") else {
+            panic!("a patch")
+        };
+        assert_eq!(patch["metadata"]["annotations"], json!({INJECT_CA_FROM: null}));
+        let mut patched = annotated.clone();
+        json_patch::merge(&mut patched, &patch);
+        assert_eq!(patched["metadata"]["annotations"], json!({"other": "kept"}));
+        assert_eq!(bundle_change(&patched, CONVERSION_CA_BUNDLE, "ca"), BundleChange::Current);
+    }
 
     /// cert-manager mode: the annotation and the Service in one patch, then nothing; the caBundle is
     /// never written (the CA injector's).
