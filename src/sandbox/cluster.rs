@@ -56,16 +56,27 @@ impl Remote {
 
 fn error(error: &kube::Error) -> ApiError {
     match error {
-        kube::Error::Api(status) => ApiError::new(
-            status.code,
-            match status.code {
+        // The server's own reason where it is one the emulator speaks (`AlreadyExists` and `Conflict` are
+        // both 409); else one from the code.
+        kube::Error::Api(status) => {
+            const REASONS: [&str; 8] = [
+                "AlreadyExists",
+                "Conflict",
+                "NotFound",
+                "Invalid",
+                "BadRequest",
+                "Forbidden",
+                "Gone",
+                "TooManyRequests",
+            ];
+            let reason = REASONS.into_iter().find(|r| *r == status.reason).unwrap_or(match status.code {
                 404 => "NotFound",
                 409 => "Conflict",
                 422 => "Invalid",
                 _ => "Error",
-            },
-            status.message.clone(),
-        ),
+            });
+            ApiError::new(status.code, reason, status.message.clone())
+        }
         other => ApiError::new(500, "Error", other.to_string()),
     }
 }

@@ -519,7 +519,8 @@ pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(
 /// API v3's `secretRef` without `sensitive` (docs/differences.md D52): a Secret's value goes into the
 /// normal dogu and global config; the ConfigMap names such keys in an annotation, so that the value is
 /// never shown (status, events), also after the Blueprint stops filling the key from the Secret; a
-/// change of the Secret alone updates the config.
+/// change of the Secret alone updates the config. The global key starts as the Go operator leaves it:
+/// a copy of the Secret's value without the annotation (not shown either, written once to record it).
 pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
     const FIRST: &str = "s3cr3t-relay-password";
     const SECOND: &str = "rotated-relay-password";
@@ -528,6 +529,12 @@ pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
     scene
         .create(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mail-credentials"},
                        "data": {"relay": encoded(FIRST)}}))
+        .await;
+    scene
+        .edit("v1", "ConfigMap", "global-config", |c| {
+            let text = c["data"]["config.yaml"].as_str().unwrap_or_default().to_owned();
+            c["data"]["config.yaml"] = json!(format!("{text}mail:\n  relay-password: {FIRST}\n"));
+        })
         .await;
     let mut wanted = default_blueprint();
     let reference = |key: &str| blueprint_machine::api::ConfigEntry {
