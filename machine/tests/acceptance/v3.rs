@@ -166,6 +166,14 @@ fn the_same_storage_class_is_valid_and_patches_never_carry_it() {
 
 // Config references (upstream v3.0, #136): `configRef` for dogu and global config.
 
+/// A decision blocked by references it cannot resolve: `Executable=False/MissingConfigReferences`, no
+/// config written; the condition's message.
+fn unresolved_references(decision: &blueprint_machine::Decision) -> &str {
+    assert_eq!(cond(decision, "Executable"), pair("False", "MissingConfigReferences"));
+    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
+    message(decision, "Executable")
+}
+
 const WITH_CONFIG_REFS: &str = "displayName: x
 blueprint:
   dogus:
@@ -218,11 +226,9 @@ fn config_refs_set_dogu_and_global_values_from_a_config_map_and_keep_plain_value
 fn missing_config_maps_and_keys_are_all_reported_and_nothing_is_written() {
     let spec = format!("{WITH_CONFIG_REFS}      - {{key: other, configRef: {{name: elsewhere, key: k}}}}\n");
     let decision = Scenario::v3(&spec).with_referenced_config_map("settings", &[("fqdn", "ces.example.com")]).decide();
-    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
-    let m = message(&decision, "Executable");
+    let m = unresolved_references(&decision);
     assert!(m.contains("referenced key \"dogu-key\" in config map \"settings\" does not exist"), "{m}");
     assert!(m.contains("referenced config map \"elsewhere\" does not exist"), "{m}");
-    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
 }
 
 #[test]
@@ -326,53 +332,38 @@ fn secret_refs_fill_dogu_and_global_config_from_the_secret_at_execution_and_neve
     assert_no_secret(&decision);
 }
 
+/// The states dogu1's key `from/secret` can be found in (the global key holds its Secret's value), and
+/// whether the token is written from its Secret then; it is never shown.
 #[test]
 fn keys_holding_their_secrets_value_are_not_written_again_and_a_changed_secret_is() {
-    let done = with_credentials(WITH_SECRET_REFS)
-        .with_dogu_config("dogu1", &[("plain", "kept")], None)
-        .with_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)])
-        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
-        .decide();
-    assert_eq!(config_sets(&done), Vec::<(String, String, String)>::new());
-
-    let rotated = with_credentials(WITH_SECRET_REFS)
-        .with_dogu_config("dogu1", &[("plain", "kept")], None)
-        .with_keys_from_secrets(Some("dogu1"), &[("from/secret", "the old token")])
-        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
-        .decide();
-    assert_eq!(
-        config_sets(&rotated),
-        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
-    );
-    let entry = config_diff(&rotated, "from/secret");
-    assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
-    assert_no_secret(&rotated);
-
-    // Filled by the Go operator before a switch: the copy is plain (no annotation names it); it is
-    // written again (and so recorded), and not shown meanwhile.
-    let switched = with_credentials(WITH_SECRET_REFS)
-        .with_dogu_config("dogu1", &[("plain", "kept"), ("from/secret", TOKEN)], None)
-        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
-        .decide();
-    assert_eq!(
-        config_sets(&switched),
-        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
-    );
-    let entry = config_diff(&switched, "from/secret");
-    assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None));
-    assert_no_secret(&switched);
-
-    // As the observer shows that copy (digested, not named by the annotation): the same value as the
-    // Secret's is still written once, so that the annotation records it.
-    let unrecorded = with_credentials(WITH_SECRET_REFS)
-        .with_dogu_config("dogu1", &[("plain", "kept")], None)
-        .with_unrecorded_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)])
-        .with_keys_from_secrets(None, &[("mail/password", MAIL)])
-        .decide();
-    assert_eq!(
-        config_sets(&unrecorded),
-        [("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned())]
-    );
+    type Found = fn(Scenario) -> Scenario;
+    let cases: [(&str, Found, bool); 4] = [
+        ("recorded, the Secret's value", |s| s.with_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)]), false),
+        (
+            "recorded, an old value (the Secret changed)",
+            |s| s.with_keys_from_secrets(Some("dogu1"), &[("from/secret", "the old token")]),
+            true,
+        ),
+        // Filled by the Go operator before a switch, seen as plain config: written again (so recorded).
+        ("a plain copy", |s| s.with_dogu_config("dogu1", &[("plain", "kept"), ("from/secret", TOKEN)], None), true),
+        // That copy as the observer shows it (digested, not named by the annotation): written once.
+        ("an unrecorded copy", |s| s.with_unrecorded_keys_from_secrets(Some("dogu1"), &[("from/secret", TOKEN)]), true),
+    ];
+    for (found, state, written) in cases {
+        let scenario = with_credentials(WITH_SECRET_REFS)
+            .with_dogu_config("dogu1", &[("plain", "kept")], None)
+            .with_keys_from_secrets(None, &[("mail/password", MAIL)]);
+        let decision = state(scenario).decide();
+        let token =
+            ("configmaps/dogu1-config".to_owned(), "from/secret".to_owned(), "secret credentials/token".to_owned());
+        let expected = if written { vec![token] } else { vec![] };
+        assert_eq!(config_sets(&decision), expected, "{found}");
+        if written {
+            let entry = config_diff(&decision, "from/secret");
+            assert_eq!((entry.actual.exists, entry.actual.value.as_deref()), (true, None), "{found}");
+        }
+        assert_no_secret(&decision);
+    }
 }
 
 /// The hole an earlier attempt had: once the blueprint stops filling a key from a Secret, the key's
@@ -415,11 +406,9 @@ fn a_missing_secret_or_key_of_normal_config_is_reported_and_nothing_is_written()
         .with_dogu("official/dogu1", "3.2.1-1")
         .with_secret("credentials", &[("token", TOKEN)])
         .decide();
-    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
-    let m = message(&decision, "Executable");
+    let m = unresolved_references(&decision);
     assert!(m.contains("could not load config from referenced secrets"), "{m}");
     assert!(m.contains("referenced key \"mail\" in secret \"credentials\" does not exist"), "{m}");
-    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
 }
 
 /// A `configRef` to a config object holding values copied from Secrets would copy them into plain view:
@@ -427,10 +416,8 @@ fn a_missing_secret_or_key_of_normal_config_is_reported_and_nothing_is_written()
 #[test]
 fn a_config_ref_to_a_config_map_holding_secret_values_is_refused() {
     let decision = Scenario::v3(WITH_CONFIG_REFS).with_referenced_config_map_holding_secret_values("settings").decide();
-    assert_eq!(cond(&decision, "Executable"), pair("False", "MissingConfigReferences"));
-    let m = message(&decision, "Executable");
+    let m = unresolved_references(&decision);
     assert!(m.contains("referenced config map \"settings\" holds values copied from Secrets"), "{m}");
-    assert!(!decision.actions.iter().any(|a| matches!(a.operation, Operation::WriteConfig { .. })));
 }
 
 /// `/a` and `a` are one key as stored: two entries for it could never converge (each reconcile would
