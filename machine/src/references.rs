@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diff::ResolvedSecrets;
-use crate::observation::{ReferencedConfigMap, ReferencedSecret};
+use crate::observation::{ReferencedConfigMap, ReferencedSecret, SecretDigest};
 use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
 
@@ -54,6 +53,9 @@ fn config_references<'e, 'a>(
 ) -> impl Iterator<Item = (Option<&'a str>, &'a str, &'a crate::api::ConfigMapKeyReference)> + 'e {
     present_entries(effective).filter_map(|(dogu, e)| e.config_ref.map(|r| (dogu, e.key, r)))
 }
+
+/// Values the blueprint reads from Secrets, resolved to digests, by `(dogu or None for global, key)`.
+pub(crate) type ResolvedSecrets<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a SecretDigest>;
 
 /// The values of `configRef`s by `(dogu or None for global, key)`.
 pub(crate) type ResolvedConfigRefs<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a str>;

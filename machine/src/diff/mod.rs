@@ -143,16 +143,13 @@ impl<'a> Diff<'a> {
     }
 }
 
-/// Values the blueprint reads from Secrets, resolved to digests, by `(dogu or None for global, key)`.
-pub(crate) type ResolvedSecrets<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a SecretDigest>;
-
 /// Computes the diff. Objects the blueprint concerns that cannot be read are returned as problems and
 /// left out of the diff.
 pub(crate) fn compute<'a>(
     effective: &'a EffectiveBlueprint<'a>,
     installed: &'a Installed<'a>,
     observation: &Observation,
-    resolved: &ResolvedSecrets<'_>,
+    resolved: &crate::references::ResolvedSecrets<'_>,
     referenced: &crate::references::ResolvedConfigRefs<'_>,
 ) -> (Diff<'a>, Vec<Problem>) {
     let mut problems = Vec::new();
