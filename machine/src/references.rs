@@ -60,49 +60,78 @@ pub(crate) type ResolvedSecrets<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a S
 /// The values of `configRef`s by `(dogu or None for global, key)`.
 pub(crate) type ResolvedConfigRefs<'a> = BTreeMap<(Option<&'a str>, &'a str), &'a str>;
 
+/// The problems of a reconcile's references: a missing key for each reference, an object's own problem
+/// (missing, unreadable) once for all references to it.
+#[derive(Default)]
+struct Unresolved {
+    objects: BTreeSet<String>,
+    problems: Vec<Problem>,
+}
+
+impl Unresolved {
+    /// The value of `key` in the `kind` object `name`, whose keys `object` holds or which cannot be used
+    /// for the reason it gives; `None` and the problem noted when there is no value.
+    fn value<'a, V>(
+        &mut self,
+        kind: &str,
+        name: &str,
+        key: &str,
+        object: Result<&'a BTreeMap<String, V>, &str>,
+    ) -> Option<&'a V> {
+        match object {
+            Ok(keys) => {
+                let value = keys.get(key);
+                if value.is_none() {
+                    self.problems
+                        .push(Problem::new(format!("referenced key \"{key}\" in {kind} \"{name}\" does not exist")));
+                }
+                value
+            }
+            Err(why) => {
+                if self.objects.insert(name.to_owned()) {
+                    self.problems.push(Problem::new(format!("referenced {kind} \"{name}\" {why}")));
+                }
+                None
+            }
+        }
+    }
+}
+
+/// A referenced ConfigMap's data, or why it cannot be used.
+fn config_map_data(config_map: Option<&ReferencedConfigMap>) -> Result<&BTreeMap<String, String>, &'static str> {
+    match config_map {
+        Some(ReferencedConfigMap::Present { data }) => Ok(data),
+        Some(ReferencedConfigMap::Unreadable) => Err("cannot be read: it does not fit the ConfigMap type"),
+        Some(ReferencedConfigMap::HoldsSecretValues) => {
+            Err("holds values copied from Secrets: reference the Secrets instead")
+        }
+        Some(ReferencedConfigMap::Missing) | None => Err("does not exist"),
+    }
+}
+
+/// A referenced Secret's keys (digested), or why it cannot be used.
+fn secret_keys(secret: Option<&ReferencedSecret>) -> Result<&BTreeMap<String, SecretDigest>, &'static str> {
+    match secret {
+        Some(ReferencedSecret::Present { keys }) => Ok(keys),
+        Some(ReferencedSecret::Unreadable) => Err("cannot be read: it does not fit the Secret type"),
+        Some(ReferencedSecret::Missing) | None => Err("does not exist"),
+    }
+}
+
 /// Resolves every `configRef`; the problem lists every missing ConfigMap and key at once.
 pub(crate) fn resolve_config_refs<'a>(
     effective: &EffectiveBlueprint<'a>,
     config_maps: &'a BTreeMap<String, ReferencedConfigMap>,
 ) -> (ResolvedConfigRefs<'a>, Option<Problem>) {
     let mut resolved = ResolvedConfigRefs::new();
-    let mut reported = BTreeSet::new();
-    let mut problems = Vec::new();
+    let mut unresolved = Unresolved::default();
     for (dogu, key, reference) in config_references(effective) {
-        match config_maps.get(&reference.name) {
-            Some(ReferencedConfigMap::Present { data }) => match data.get(&reference.key) {
-                Some(value) => {
-                    resolved.insert((dogu, key), value.as_str());
-                }
-                None => problems.push(Problem::new(format!(
-                    "referenced key \"{}\" in config map \"{}\" does not exist",
-                    reference.key, reference.name
-                ))),
-            },
-            Some(ReferencedConfigMap::Unreadable) => {
-                if reported.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!(
-                        "referenced config map \"{}\" cannot be read: it does not fit the ConfigMap type",
-                        reference.name
-                    )));
-                }
-            }
-            Some(ReferencedConfigMap::HoldsSecretValues) => {
-                if reported.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!(
-                        "referenced config map \"{}\" holds values copied from Secrets: reference the Secrets instead",
-                        reference.name
-                    )));
-                }
-            }
-            Some(ReferencedConfigMap::Missing) | None => {
-                if reported.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!("referenced config map \"{}\" does not exist", reference.name)));
-                }
-            }
+        let data = config_map_data(config_maps.get(&reference.name));
+        if let Some(value) = unresolved.value("config map", &reference.name, &reference.key, data) {
+            resolved.insert((dogu, key), value.as_str());
         }
     }
-    let problem = Problem::wrap_all("could not load referenced config", problems);
+    let problem = Problem::wrap_all("could not load referenced config", unresolved.problems);
     (resolved, problem)
 }
 
@@ -112,38 +141,19 @@ pub(crate) fn resolve<'a>(
     secrets: &'a BTreeMap<String, ReferencedSecret>,
 ) -> (ResolvedSecrets<'a>, Option<Problem>) {
     let mut resolved = ResolvedSecrets::new();
-    let mut missing_secrets = BTreeSet::new();
-    let mut problems = Vec::new();
+    let mut unresolved = Unresolved::default();
     let mut only_sensitive = true;
     for (dogu, entry) in references(effective) {
         let reference = entry.secret_ref.expect("a reference");
-        match secrets.get(&reference.name) {
-            Some(ReferencedSecret::Present { keys }) => match keys.get(&reference.key) {
-                Some(digest) => {
-                    resolved.insert((dogu, entry.key), digest);
-                    continue;
-                }
-                None => problems.push(Problem::new(format!(
-                    "referenced key \"{}\" in secret \"{}\" does not exist",
-                    reference.key, reference.name
-                ))),
-            },
-            Some(ReferencedSecret::Unreadable) => {
-                if missing_secrets.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!(
-                        "referenced secret \"{}\" cannot be read: it does not fit the Secret type",
-                        reference.name
-                    )));
-                }
+        let keys = secret_keys(secrets.get(&reference.name));
+        match unresolved.value("secret", &reference.name, &reference.key, keys) {
+            Some(digest) => {
+                resolved.insert((dogu, entry.key), digest);
             }
-            Some(ReferencedSecret::Missing) | None => {
-                if missing_secrets.insert(reference.name.clone()) {
-                    problems.push(Problem::new(format!("referenced secret \"{}\" does not exist", reference.name)));
-                }
-            }
+            None => only_sensitive &= entry.sensitive,
         }
-        only_sensitive &= entry.sensitive;
     }
+    let problems = unresolved.problems;
     // Upstream's words where only sensitive config is concerned (v2 knew no other secretRef).
     let problem = if only_sensitive {
         Problem::wrap_all("could not load sensitive config via references", problems)
