@@ -31,20 +31,33 @@ fn client_for(config: kube::Config) -> Result<kube::Client, String> {
     kube::Client::try_from(config).map_err(|e| e.to_string())
 }
 
-/// One LIST in `namespace`, decoded object by object as the controller's caches do: the objects, and
-/// those that do not fit their type.
-pub async fn list<K>(
-    client: &kube::Client,
-    namespace: &str,
-    params: &ListParams,
-) -> Result<(Vec<K>, Vec<Arc<Undecodable>>), kube::Error>
-where
+/// A kind of the operator's namespace that a person's command reads, decoded as the controller's
+/// caches decode it.
+pub trait NamespacedKind:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + DeserializeOwned
+    + Lenient
+    + Clone
+    + std::fmt::Debug
+{
+}
+
+impl<K> NamespacedKind for K where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + DeserializeOwned
         + Lenient
         + Clone
-        + std::fmt::Debug,
+        + std::fmt::Debug
 {
+}
+
+/// One LIST in `namespace`, decoded object by object as the controller's caches do: the objects, and
+/// those that do not fit their type.
+pub async fn list<K: NamespacedKind>(
+    client: &kube::Client,
+    namespace: &str,
+    params: &ListParams,
+) -> Result<(Vec<K>, Vec<Arc<Undecodable>>), kube::Error> {
     let listed = Api::<Decoded<K>>::namespaced(client.clone(), namespace).list(params).await?;
     let mut objects = Vec::with_capacity(listed.items.len());
     let mut undecodable = Vec::new();

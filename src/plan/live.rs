@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
-use serde::de::DeserializeOwned;
 
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::naming::selector;
@@ -17,7 +16,8 @@ use super::input::{self, ClusterObjects, InputError};
 use super::{PlanArgs, PlanOutput, namespace_of, plan};
 use crate::config::SettingsError;
 use crate::descriptors::{RegistrySettingsError, RemoteError, RemoteRegistry};
-use crate::observe::decoded::{Decoded, Lenient, Undecodable};
+use crate::kubeconfig::NamespacedKind;
+use crate::observe::decoded::{Decoded, Undecodable};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -88,21 +88,14 @@ async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> 
 
 /// GETs each of `names` that `listed` lacks and adds it there (or to `undecodable`); a missing one
 /// is left missing.
-async fn get_missing<K>(
+async fn get_missing<K: NamespacedKind>(
     client: &kube::Client,
     namespace: &str,
     what: &'static str,
     names: std::collections::BTreeSet<String>,
     listed: &mut Vec<K>,
     undecodable: &mut Vec<(&'static str, Arc<Undecodable>)>,
-) -> Result<(), LiveError>
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + DeserializeOwned
-        + Lenient
-        + Clone
-        + std::fmt::Debug,
-{
+) -> Result<(), LiveError> {
     let api = Api::<Decoded<K>>::namespaced(client.clone(), namespace);
     for name in names {
         if listed.iter().any(|o| o.meta().name.as_deref() == Some(name.as_str())) {
@@ -119,20 +112,13 @@ where
 }
 
 /// One LIST of `what`; the objects that do not fit their type are kept in `undecodable`.
-async fn list<K>(
+async fn list<K: NamespacedKind>(
     client: &kube::Client,
     namespace: &str,
     what: &'static str,
     params: &ListParams,
     undecodable: &mut Vec<(&'static str, Arc<Undecodable>)>,
-) -> Result<Vec<K>, LiveError>
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + DeserializeOwned
-        + Lenient
-        + Clone
-        + std::fmt::Debug,
-{
+) -> Result<Vec<K>, LiveError> {
     let (objects, unfit) = crate::kubeconfig::list::<K>(client, namespace, params)
         .await
         .map_err(|source| LiveError::Read { what, namespace: namespace.to_owned(), source })?;
