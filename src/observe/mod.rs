@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::DynamicObject;
 
+use blueprint_machine::Reading;
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
 use blueprint_machine::naming::HEALTH_CONFIG;
@@ -210,9 +211,20 @@ impl Snapshot<'_> {
     pub fn observe(&self, digester: &Digester) -> Observation {
         let mut global_config = ConfigObservation::Missing;
         let mut dogu_configs = BTreeMap::new();
+        // The Blueprint is read once, and only where the controller did not read it already (plan).
+        let own_reading = std::cell::OnceCell::new();
+        let reading = || {
+            own_reading
+                .get_or_init(|| self.blueprint.as_deref().map(|b| Reading::of(b, &self.blueprint_masks)))
+                .as_ref()
+        };
+        let computed;
         let filled = match &self.keys_filled_from_secrets {
-            Some(filled) => filled.clone(),
-            None => self.reading(|reading| reading.keys_filled_from_secrets()),
+            Some(filled) => filled,
+            None => {
+                computed = reading().map(Reading::keys_filled_from_secrets).unwrap_or_default();
+                &computed
+            }
         };
         let none = BTreeSet::new();
         let filled_in = |dogu: Option<&String>| filled.get(&dogu.cloned()).unwrap_or(&none);
@@ -261,11 +273,11 @@ impl Snapshot<'_> {
         // The controller digested the referenced Secrets already (its cache of digests).
         let referenced_secrets = match &self.referenced_secrets {
             Some(digested) => digested.clone(),
-            None => self.digest_referenced_secrets(digester),
+            None => self.digest_referenced_secrets(digester, reading()),
         };
         let referenced_config_maps = match &self.referenced_config_maps {
             Some(read) => read.clone(),
-            None => self.find_referenced_config_maps(),
+            None => self.find_referenced_config_maps(reading()),
         };
         Observation {
             now: self.now.clone(),
@@ -289,18 +301,10 @@ impl Snapshot<'_> {
         }
     }
 
-    /// What `read` finds in a reading of the blueprint (nothing without one).
-    fn reading<T: Default>(&self, read: impl FnOnce(&blueprint_machine::Reading<'_>) -> T) -> T {
-        self.blueprint
-            .as_deref()
-            .map(|b| read(&blueprint_machine::Reading::of(b, &self.blueprint_masks)))
-            .unwrap_or_default()
-    }
-
     /// The ConfigMaps the blueprint's `configRef`s name, from `config_maps`; a name without a ConfigMap
     /// there is missing.
-    fn find_referenced_config_maps(&self) -> BTreeMap<String, ReferencedConfigMap> {
-        let referenced = self.reading(|reading| reading.referenced_config_maps());
+    fn find_referenced_config_maps(&self, reading: Option<&Reading<'_>>) -> BTreeMap<String, ReferencedConfigMap> {
+        let referenced = reading.map(Reading::referenced_config_maps).unwrap_or_default();
         referenced
             .into_iter()
             .map(|name| {
@@ -316,8 +320,12 @@ impl Snapshot<'_> {
 
     /// The Secrets the blueprint references, digested from `secrets`; a name without a Secret there is
     /// missing.
-    fn digest_referenced_secrets(&self, digester: &Digester) -> BTreeMap<String, ReferencedSecret> {
-        let referenced = self.reading(|reading| reading.referenced_secrets());
+    fn digest_referenced_secrets(
+        &self,
+        digester: &Digester,
+        reading: Option<&Reading<'_>>,
+    ) -> BTreeMap<String, ReferencedSecret> {
+        let referenced = reading.map(Reading::referenced_secrets).unwrap_or_default();
         let mut digested = BTreeMap::new();
         for secret in &self.secrets {
             if let Some(name) = secret.metadata.name.as_ref().filter(|n| referenced.contains(*n)) {
