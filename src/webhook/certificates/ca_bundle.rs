@@ -37,6 +37,11 @@ impl CaBundleTarget {
         self.service = Some((namespace.to_owned(), name.to_owned()));
         self
     }
+
+    /// The operator's Service, `(namespace, name)`, if the reference is to be made its own.
+    fn service_ref(&self) -> Option<(&str, &str)> {
+        self.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()))
+    }
 }
 
 /// What writing `ca_pem` into a CRD takes.
@@ -50,38 +55,83 @@ pub enum BundleChange {
     Patch(Value),
 }
 
-/// Whether `crd` (as JSON) holds `ca_pem` at `pointer`, and the patch that would put it there.
-pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
-    client_config_change(crd, pointer, ca_pem, None)
-}
-
 /// The annotation by which cert-manager's CA injector finds the Certificate whose CA it writes into a
 /// CRD's conversion webhook.
 pub const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
 
-/// With cert-manager: whether `crd` names the Certificate `inject_from` (`namespace/name`) for the CA
-/// injector and, where its client config names a Service, names `service`; the patch that makes it so.
-/// The `caBundle` is the injector's to write.
-pub fn injector_change(crd: &Value, pointer: &str, inject_from: &str, service: Option<(&str, &str)>) -> BundleChange {
-    let parent = pointer.rsplit_once('/').map(|(parent, _)| parent).unwrap_or_default();
-    let Some(client_config) = crd.pointer(parent).filter(|c| c.is_object()) else { return BundleChange::NoWebhook };
-    let service_change = service_change(client_config.get("service"), service);
-    let annotated = crd.pointer("/metadata/annotations").and_then(|a| a.get(INJECT_CA_FROM)).and_then(Value::as_str);
-    if annotated == Some(inject_from) && service_change.is_none() {
+/// What a CRD's conversion webhook is to hold, in either certificate mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wanted<'a> {
+    /// Self-managed: this CA in the `caBundle`, and no annotation of cert-manager's (its CA injector
+    /// would overwrite the CA). `None`: the `caBundle` is cert-manager's to write.
+    pub ca_pem: Option<&'a str>,
+    /// cert-manager: the Certificate its CA injector reads the CA from (`namespace/name`).
+    pub inject_from: Option<&'a str>,
+    /// Where the client config names a Service: that it names this one (`namespace`, `name`).
+    pub service: Option<(&'a str, &'a str)>,
+}
+
+/// Whether `crd` (as JSON) holds what is `wanted` in the client config whose `caBundle` `pointer`
+/// names, and the one merge patch (conditional on its `resourceVersion`) that makes it so.
+pub fn conversion_change(crd: &Value, pointer: &str, wanted: Wanted<'_>) -> BundleChange {
+    use base64::Engine;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let path: Vec<String> = pointer.split('/').skip(1).map(|part| part.replace("~1", "/").replace("~0", "~")).collect();
+    let Some((field, parents)) = path.split_last() else { return BundleChange::NoWebhook };
+    let parent = parents.iter().try_fold(crd, |value, part| value.get(part));
+    let Some(parent) = parent.filter(|p| p.is_object()) else { return BundleChange::NoWebhook };
+    let mut fields = Map::new();
+    if let Some(ca_pem) = wanted.ca_pem {
+        let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
+        if held.as_deref() != Some(ca_pem.as_bytes()) {
+            fields.insert(field.clone(), Value::String(base64.encode(ca_pem)));
+        }
+    }
+    if let Some(service) = service_change(parent.get("service"), wanted.service) {
+        fields.insert("service".to_owned(), service);
+    }
+    let annotated = crd.pointer("/metadata/annotations").and_then(|a| a.get(INJECT_CA_FROM));
+    let annotation = match (wanted.inject_from, annotated) {
+        (Some(inject_from), held) if held.and_then(Value::as_str) != Some(inject_from) => {
+            Some(Value::from(inject_from))
+        }
+        (None, Some(_)) if wanted.ca_pem.is_some() => Some(Value::Null),
+        _ => None,
+    };
+    if fields.is_empty() && annotation.is_none() {
         return BundleChange::Current;
     }
-    let mut patch = serde_json::json!({"metadata": {"annotations": {INJECT_CA_FROM: inject_from}}});
-    if let Some(service) = service_change {
-        let mut nested = serde_json::json!({"service": service});
-        for part in parent.split('/').skip(1).collect::<Vec<_>>().into_iter().rev() {
-            nested = Value::Object(Map::from_iter([(part.to_owned(), nested)]));
+    let mut patch = serde_json::json!({});
+    if !fields.is_empty() {
+        patch = Value::Object(fields);
+        for part in parents.iter().rev() {
+            patch = Value::Object(Map::from_iter([(part.clone(), patch)]));
         }
-        json_patch::merge(&mut patch, &nested);
     }
     if let Some(version) = crd.pointer("/metadata/resourceVersion") {
-        patch["metadata"]["resourceVersion"] = version.clone();
+        patch["metadata"] = serde_json::json!({"resourceVersion": version});
+    }
+    if let Some(annotation) = annotation {
+        patch["metadata"]["annotations"] = serde_json::json!({INJECT_CA_FROM: annotation});
     }
     BundleChange::Patch(patch)
+}
+
+/// Self-managed: whether `crd` holds `ca_pem` at `pointer`, and the patch that would put it there.
+pub fn bundle_change(crd: &Value, pointer: &str, ca_pem: &str) -> BundleChange {
+    client_config_change(crd, pointer, ca_pem, None)
+}
+
+/// As [`bundle_change`], and where the client config beside the `caBundle` names a Service, that it
+/// names `service` (`namespace`, `name`); one patch for both.
+pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: Option<(&str, &str)>) -> BundleChange {
+    conversion_change(crd, pointer, Wanted { ca_pem: Some(ca_pem), service, ..Wanted::default() })
+}
+
+/// With cert-manager: whether `crd` names the Certificate `inject_from` (`namespace/name`) for the CA
+/// injector and, where its client config names a Service, names `service`; the patch that makes it so.
+pub fn injector_change(crd: &Value, pointer: &str, inject_from: &str, service: Option<(&str, &str)>) -> BundleChange {
+    conversion_change(crd, pointer, Wanted { inject_from: Some(inject_from), service, ..Wanted::default() })
 }
 
 /// The Service reference to write: where `named` (the client config's `service`) names another one
@@ -96,44 +146,6 @@ fn service_change(named: Option<&Value>, wanted: Option<(&str, &str)>) -> Option
         }
         _ => None,
     }
-}
-
-/// As [`bundle_change`], and where the client config beside the `caBundle` names a Service, that it
-/// names `service` (`namespace`, `name`); one patch for both.
-pub fn client_config_change(crd: &Value, pointer: &str, ca_pem: &str, service: Option<(&str, &str)>) -> BundleChange {
-    use base64::Engine;
-    let base64 = base64::engine::general_purpose::STANDARD;
-    let path: Vec<String> = pointer.split('/').skip(1).map(|part| part.replace("~1", "/").replace("~0", "~")).collect();
-    let Some((field, parents)) = path.split_last() else { return BundleChange::NoWebhook };
-    let parent = parents.iter().try_fold(crd, |value, part| value.get(part));
-    let Some(parent) = parent.filter(|p| p.is_object()) else { return BundleChange::NoWebhook };
-    let held = parent.get(field).and_then(Value::as_str).and_then(|text| base64.decode(text).ok());
-    let service_change = service_change(parent.get("service"), service);
-    let bundle_current = held.as_deref() == Some(ca_pem.as_bytes());
-    // Left from cert-manager mode, the annotation would have cert-manager's CA injector overwrite this
-    // CA with its own: it goes in the same patch.
-    let injected = crd.pointer("/metadata/annotations").and_then(|a| a.get(INJECT_CA_FROM)).is_some();
-    if bundle_current && service_change.is_none() && !injected {
-        return BundleChange::Current;
-    }
-    let mut fields = Map::new();
-    if !bundle_current {
-        fields.insert(field.clone(), Value::String(base64.encode(ca_pem)));
-    }
-    if let Some(service) = service_change {
-        fields.insert("service".to_owned(), service);
-    }
-    let mut patch = Value::Object(fields);
-    for part in parents.iter().rev() {
-        patch = Value::Object(Map::from_iter([(part.clone(), patch)]));
-    }
-    if let Some(version) = crd.pointer("/metadata/resourceVersion") {
-        patch["metadata"] = serde_json::json!({"resourceVersion": version});
-    }
-    if injected {
-        patch["metadata"]["annotations"] = serde_json::json!({INJECT_CA_FROM: null});
-    }
-    BundleChange::Patch(patch)
 }
 
 /// What [`inject`] found and did.
@@ -158,9 +170,9 @@ pub async fn inject(
     target: &CaBundleTarget,
     ca_pem: &str,
 ) -> Result<Injected, kube::Error> {
-    let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
     let written =
-        patch_if_needed(crds, target, |crd| client_config_change(crd, &target.pointer, ca_pem, service)).await?;
+        patch_if_needed(crds, target, |crd| client_config_change(crd, &target.pointer, ca_pem, target.service_ref()))
+            .await?;
     if written == Injected::Patched {
         tracing::info!(crd = %target.crd, "the webhook's CA written into the CRD's caBundle");
     }
@@ -174,9 +186,9 @@ pub async fn name_injector(
     target: &CaBundleTarget,
     inject_from: &str,
 ) -> Result<Injected, kube::Error> {
-    let service = target.service.as_ref().map(|(namespace, name)| (namespace.as_str(), name.as_str()));
     let written =
-        patch_if_needed(crds, target, |crd| injector_change(crd, &target.pointer, inject_from, service)).await?;
+        patch_if_needed(crds, target, |crd| injector_change(crd, &target.pointer, inject_from, target.service_ref()))
+            .await?;
     if written == Injected::Patched {
         tracing::info!(crd = %target.crd, %inject_from, "the CRD names cert-manager's Certificate for its CA injector");
     }
