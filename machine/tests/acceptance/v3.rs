@@ -15,6 +15,12 @@ blueprint:
 ";
 
 /// The mask of case 32, in a `BlueprintMask` object: the same effective blueprint.
+/// The `Valid=False/Invalid` message of a decision.
+fn invalid_message(decision: &blueprint_machine::Decision) -> &str {
+    assert_eq!(cond(decision, "Valid"), pair("False", "Invalid"));
+    message(decision, "Valid")
+}
+
 #[test]
 fn a_mask_in_a_blueprint_mask_object_is_applied_as_an_inline_one() {
     let mask = "dogus: [{name: official/dogu1, version: 3.2.1-2}, {name: official/dogu2, absent: true}]";
@@ -52,8 +58,7 @@ fn an_invalid_blueprint_mask_object_is_named_in_the_message() {
     scenario.blueprint_masks =
         vec![blueprint_mask("production", "dogus: [{name: official/dogu1, version: not-a-version}]")];
     let decision = scenario.decide();
-    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
-    let m = message(&decision, "Valid");
+    let m = invalid_message(&decision);
     assert!(m.contains(r#"cannot deserialize blueprint mask of BlueprintMask "production""#), "{m}");
     assert!(decision.actions.is_empty());
 }
@@ -66,8 +71,7 @@ fn a_mask_with_both_manifest_and_reference_is_invalid() {
         Scenario::v3(&format!("{TWO_DOGUS}blueprintMask: {{manifest: {{dogus: []}}, crRef: {{name: production}}}}"));
     scenario.blueprint_masks = vec![blueprint_mask("production", "dogus: []")];
     let decision = scenario.decide();
-    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
-    assert!(message(&decision, "Valid").contains("has both manifest and crRef"));
+    assert!(invalid_message(&decision).contains("has both manifest and crRef"));
 }
 
 /// v2's inline mask (the acceptance cases' form) and v3's manifest read the same.
@@ -243,8 +247,7 @@ blueprint:
         - {key: b, value: x, configRef: {name: settings, key: b}}
 ";
     let decision = Scenario::v3(spec).decide();
-    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
-    let m = message(&decision, "Valid");
+    let m = invalid_message(&decision);
     assert!(m.contains("sensitive config entries cannot have a configRef"), "{m}");
     assert!(m.contains("config entries with a configRef can have neither a value nor a secretRef"), "{m}");
 }
@@ -434,7 +437,6 @@ blueprint:
         - {key: from/secret, value: plain}
 ";
     let decision = Scenario::v3(spec).decide();
-    assert_eq!(cond(&decision, "Valid"), pair("False", "Invalid"));
-    let m = message(&decision, "Valid");
+    let m = invalid_message(&decision);
     assert!(m.contains("duplicate dogu config Key found: from/secret"), "{m}");
 }
