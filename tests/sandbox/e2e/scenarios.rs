@@ -472,26 +472,15 @@ pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(
         .create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-settings"},
                        "data": {"mail-relay": "relay-a.example.com", "theme": "dark"}}))
         .await;
-    let mut wanted = default_blueprint();
-    {
-        let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
-        let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
-        let reference = |key: &str| blueprint_machine::api::ConfigEntry {
-            key: format!("from-map/{key}"),
-            config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
-                name: "site-settings".into(),
-                key: key.into(),
-            }),
-            ..Default::default()
-        };
-        config.global.get_or_insert_with(Vec::new).push(reference("theme"));
-        config
-            .dogus
-            .get_or_insert_with(Default::default)
-            .entry("postfix".into())
-            .or_default()
-            .push(reference("mail-relay"));
-    }
+    let reference = |key: &str| blueprint_machine::api::ConfigEntry {
+        key: format!("from-map/{key}"),
+        config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
+            name: "site-settings".into(),
+            key: key.into(),
+        }),
+        ..Default::default()
+    };
+    let wanted = default_blueprint_with(reference("theme"), reference("mail-relay"));
     scene.start_and_apply(&wanted).await;
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
@@ -536,7 +525,6 @@ pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
             c["data"]["config.yaml"] = json!(format!("{text}mail:\n  relay-password: {FIRST}\n"));
         })
         .await;
-    let mut wanted = default_blueprint();
     let reference = |key: &str| blueprint_machine::api::ConfigEntry {
         key: key.into(),
         secret_ref: Some(blueprint_machine::api::SecretReference {
@@ -545,17 +533,7 @@ pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
         }),
         ..Default::default()
     };
-    {
-        let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
-        let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
-        config.global.get_or_insert_with(Vec::new).push(reference("mail/relay-password"));
-        config
-            .dogus
-            .get_or_insert_with(Default::default)
-            .entry("postfix".into())
-            .or_default()
-            .push(reference("relay/password"));
-    }
+    let wanted = default_blueprint_with(reference("mail/relay-password"), reference("relay/password"));
     scene.start_and_apply(&wanted).await;
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "not completed: {}", conditions(&scene).await);
@@ -614,4 +592,17 @@ pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
         .collect();
     assert_eq!(status_writes, Vec::<String>::new(), "a status write carried a secret value");
     scene.shutdown().await;
+}
+
+/// The default blueprint with one more global entry and one more entry of postfix's config.
+fn default_blueprint_with(
+    global: blueprint_machine::api::ConfigEntry,
+    postfix: blueprint_machine::api::ConfigEntry,
+) -> blueprint_machine::api::Blueprint {
+    let mut wanted = default_blueprint();
+    let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
+    let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
+    config.global.get_or_insert_with(Vec::new).push(global);
+    config.dogus.get_or_insert_with(Default::default).entry("postfix".into()).or_default().push(postfix);
+    wanted
 }
