@@ -58,19 +58,7 @@ fn the_examples_and_upstreams_documents_are_accepted_and_not_pruned() {
         assert_eq!(stored["spec"], document["spec"], "{}: the server changed the spec", file.display());
         if !document["status"].is_null() {
             // The status is written through its subresource, as the operator writes it.
-            let patch = serde_json::json!({"status": document["status"]}).to_string();
-            plane
-                .kubectl(&[
-                    "patch",
-                    "blueprint",
-                    &name,
-                    "-n",
-                    &namespace,
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    &patch,
-                ])
+            super::write_status("blueprint", &namespace, &document)
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             let stored = read_as(&namespace, &name, version_of(&document)).unwrap();
             assert_eq!(stored["status"], document["status"], "{}: the server changed the status", file.display());

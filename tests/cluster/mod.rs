@@ -18,3 +18,21 @@ mod v3_era;
 mod webhook;
 
 pub use blueprint_operator::sandbox::control_plane;
+
+/// Writes the `status` of `document` (a Blueprint created already in `namespace`) through the status
+/// subresource of `resource` (`blueprint`, `blueprints.v3.<group>`), as the operator writes it.
+fn write_status(resource: &str, namespace: &str, document: &serde_json::Value) -> Result<String, String> {
+    let name = document["metadata"]["name"].as_str().unwrap_or_default();
+    let patch = serde_json::json!({"status": document["status"]}).to_string();
+    control_plane::shared().kubectl(&[
+        "patch",
+        resource,
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ])
+}

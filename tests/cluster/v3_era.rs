@@ -81,19 +81,8 @@ fn applying_our_crd_over_the_v3_era_crd_keeps_every_stored_blueprint() {
         let name = document["metadata"]["name"].as_str().unwrap().to_owned();
         kubectl_file("create", &document);
         if !document["status"].is_null() {
-            let patch = json!({"status": document["status"]}).to_string();
             let resource = format!("blueprints.v3.{GROUP}");
-            kubectl(&[
-                "patch",
-                &resource,
-                &name,
-                "-n",
-                &namespace,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &patch,
-            ]);
+            super::write_status(&resource, &namespace, &document).unwrap_or_else(|e| panic!("{path}: {e}"));
         }
         let before = read(&namespace, &name, "v3");
         assert_eq!(before["spec"], document["spec"], "{path}: stored as written");
