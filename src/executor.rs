@@ -109,59 +109,8 @@ impl Executor {
         set: &[blueprint_machine::decision::ConfigSet],
         remove: &[String],
     ) -> Result<(), Failure> {
-        let name = target.object_name();
         let sensitive = matches!(target, ConfigTarget::Sensitive(_));
-        // The content the decision was based on, from the cache it was observed in.
-        let (mut entries, mut from_secrets, resource_version) = match base {
-            ObjectBase::Absent => (BTreeMap::new(), BTreeSet::new(), None),
-            ObjectBase::Version(version) => {
-                let (text, annotation, cached_version) = if sensitive {
-                    let secret = self
-                        .stores
-                        .sensitive_configs
-                        .get(&ObjectRef::new(&name).within(&self.namespace))
-                        .and_then(|d| d.object().cloned());
-                    let text = secret.as_ref().and_then(|s| s.data.as_ref()?.get(DATA_KEY).cloned());
-                    (
-                        text.map(|b| String::from_utf8_lossy(&b.0).into_owned()),
-                        None,
-                        secret.and_then(|s| s.metadata.resource_version.clone()),
-                    )
-                } else {
-                    let map = self
-                        .stores
-                        .config_maps
-                        .get(&ObjectRef::new(&name).within(&self.namespace))
-                        .and_then(|d| d.object().cloned());
-                    let text = map.as_ref().and_then(|m| m.data.as_ref()?.get(DATA_KEY).cloned());
-                    let annotation = map
-                        .as_ref()
-                        .and_then(|m| m.metadata.annotations.as_ref()?.get(keys_from_secrets::ANNOTATION).cloned());
-                    (text, annotation, map.and_then(|m| m.metadata.resource_version.clone()))
-                };
-                if cached_version.as_deref() != Some(version.as_str()) {
-                    return Err(Failure::new(
-                        FailureKind::Conflict,
-                        format!("{} changed since it was observed", target.object()),
-                    ));
-                }
-                let from_secrets = match annotation {
-                    Some(text) => {
-                        keys_from_secrets::parse(&text).map_err(|e| Failure::new(FailureKind::Rejected, e))?
-                    }
-                    None => BTreeSet::new(),
-                };
-                let entries = config_format::parse(text.as_deref().unwrap_or("")).map_err(|e| {
-                    let message = if sensitive || !from_secrets.is_empty() {
-                        "config.yaml is not in the registry format".to_owned()
-                    } else {
-                        e.to_string()
-                    };
-                    Failure::new(FailureKind::Rejected, message)
-                })?;
-                (entries, from_secrets, Some(version.clone()))
-            }
-        };
+        let Current { mut entries, mut from_secrets, resource_version } = self.current(target, base)?;
         let mut values = Vec::with_capacity(set.len());
         for entry in set {
             let (value, from_secret) = match &entry.value {
@@ -176,59 +125,10 @@ impl Executor {
         keys_from_secrets::apply(&mut entries, &mut from_secrets, values, remove.iter().map(String::as_str))
             .map_err(|e| Failure::new(FailureKind::Rejected, e.to_string()))?;
         let text = config_format::render(&entries);
+        // The annotation is touched where it names keys before or after the write (`null` removes it).
         let annotation = keys_from_secrets::render(&from_secrets);
-
-        let labels = target.labels();
-        let patch_params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
-        let post = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
-        let result = if sensitive {
-            let api = self.api::<Secret>();
-            match resource_version {
-                None => {
-                    let secret = Secret {
-                        metadata: ObjectMeta { name: Some(name.clone()), labels: Some(labels), ..Default::default() },
-                        data: Some([(DATA_KEY.to_owned(), ByteString(text.into_bytes()))].into()),
-                        type_: Some("Opaque".into()),
-                        ..Default::default()
-                    };
-                    api.create(&post, &secret).await.map(drop)
-                }
-                Some(version) => {
-                    let body = json!({
-                        "metadata": {"resourceVersion": version},
-                        "data": {DATA_KEY: ByteString(text.into_bytes())},
-                    });
-                    api.patch(&name, &patch_params, &Patch::Merge(&body)).await.map(drop)
-                }
-            }
-        } else {
-            let api = self.api::<ConfigMap>();
-            match resource_version {
-                None => {
-                    let annotations = annotation.map(|keys| [(keys_from_secrets::ANNOTATION.to_owned(), keys)].into());
-                    let map = ConfigMap {
-                        metadata: ObjectMeta {
-                            name: Some(name.clone()),
-                            labels: Some(labels),
-                            annotations,
-                            ..Default::default()
-                        },
-                        data: Some([(DATA_KEY.to_owned(), text)].into()),
-                        ..Default::default()
-                    };
-                    api.create(&post, &map).await.map(drop)
-                }
-                Some(version) => {
-                    let mut body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: text}});
-                    if annotation.is_some() || had_keys_from_secrets {
-                        // `null` removes the annotation (a merge patch).
-                        body["metadata"]["annotations"] = json!({keys_from_secrets::ANNOTATION: annotation});
-                    }
-                    api.patch(&name, &patch_params, &Patch::Merge(&body)).await.map(drop)
-                }
-            }
-        };
-        result.map_err(|e| {
+        let annotation = (annotation.is_some() || had_keys_from_secrets).then_some(annotation);
+        self.send(target, text, annotation, resource_version).await.map_err(|e| {
             let mut failure = failure(&e);
             if withhold {
                 // The API server's message may quote what was sent; keep only what kind of failure it was.
@@ -236,6 +136,105 @@ impl Executor {
             }
             failure
         })
+    }
+
+    /// The content a config write is based on, from the cache the decision observed it in; a conflict
+    /// if the object changed since.
+    fn current(&self, target: &ConfigTarget, base: &ObjectBase) -> Result<Current, Failure> {
+        let ObjectBase::Version(version) = base else {
+            return Ok(Current { entries: BTreeMap::new(), from_secrets: BTreeSet::new(), resource_version: None });
+        };
+        let name = target.object_name();
+        let sensitive = matches!(target, ConfigTarget::Sensitive(_));
+        let (text, annotation, cached_version) = if sensitive {
+            let secret = self
+                .stores
+                .sensitive_configs
+                .get(&ObjectRef::new(&name).within(&self.namespace))
+                .and_then(|d| d.object().cloned());
+            let text = secret.as_ref().and_then(|s| s.data.as_ref()?.get(DATA_KEY).cloned());
+            let text = text.map(|b| String::from_utf8_lossy(&b.0).into_owned());
+            (text, None, secret.and_then(|s| s.metadata.resource_version.clone()))
+        } else {
+            let map = self
+                .stores
+                .config_maps
+                .get(&ObjectRef::new(&name).within(&self.namespace))
+                .and_then(|d| d.object().cloned());
+            let text = map.as_ref().and_then(|m| m.data.as_ref()?.get(DATA_KEY).cloned());
+            let annotation =
+                map.as_ref().and_then(|m| m.metadata.annotations.as_ref()?.get(keys_from_secrets::ANNOTATION).cloned());
+            (text, annotation, map.and_then(|m| m.metadata.resource_version.clone()))
+        };
+        if cached_version.as_deref() != Some(version.as_str()) {
+            return Err(Failure::new(
+                FailureKind::Conflict,
+                format!("{} changed since it was observed", target.object()),
+            ));
+        }
+        let from_secrets = match annotation {
+            Some(text) => keys_from_secrets::parse(&text).map_err(|e| Failure::new(FailureKind::Rejected, e))?,
+            None => BTreeSet::new(),
+        };
+        let entries = config_format::parse(text.as_deref().unwrap_or("")).map_err(|e| {
+            let message = if sensitive || !from_secrets.is_empty() {
+                "config.yaml is not in the registry format".to_owned()
+            } else {
+                e.to_string()
+            };
+            Failure::new(FailureKind::Rejected, message)
+        })?;
+        Ok(Current { entries, from_secrets, resource_version: Some(version.clone()) })
+    }
+
+    /// Creates the config object with `text` (no `resource_version`), or patches it conditional on
+    /// `resource_version`. `annotation` (ConfigMaps): `None` leaves the keys-from-Secrets annotation as
+    /// it is, `Some(None)` removes it.
+    async fn send(
+        &self,
+        target: &ConfigTarget,
+        text: String,
+        annotation: Option<Option<String>>,
+        resource_version: Option<String>,
+    ) -> Result<(), kube::Error> {
+        let name = target.object_name();
+        let labels = Some(target.labels());
+        let patch = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
+        let post = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
+        if matches!(target, ConfigTarget::Sensitive(_)) {
+            let api = self.api::<Secret>();
+            let data = ByteString(text.into_bytes());
+            return match resource_version {
+                None => {
+                    let metadata = ObjectMeta { name: Some(name), labels, ..Default::default() };
+                    let data = Some([(DATA_KEY.to_owned(), data)].into());
+                    let secret = Secret { metadata, data, type_: Some("Opaque".into()), ..Default::default() };
+                    api.create(&post, &secret).await.map(drop)
+                }
+                Some(version) => {
+                    let body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: data}});
+                    api.patch(&name, &patch, &Patch::Merge(&body)).await.map(drop)
+                }
+            };
+        }
+        let api = self.api::<ConfigMap>();
+        match resource_version {
+            None => {
+                let annotations =
+                    annotation.flatten().map(|keys| [(keys_from_secrets::ANNOTATION.to_owned(), keys)].into());
+                let metadata = ObjectMeta { name: Some(name), labels, annotations, ..Default::default() };
+                let map =
+                    ConfigMap { metadata, data: Some([(DATA_KEY.to_owned(), text)].into()), ..Default::default() };
+                api.create(&post, &map).await.map(drop)
+            }
+            Some(version) => {
+                let mut body = json!({"metadata": {"resourceVersion": version}, "data": {DATA_KEY: text}});
+                if let Some(annotation) = annotation {
+                    body["metadata"]["annotations"] = json!({keys_from_secrets::ANNOTATION: annotation});
+                }
+                api.patch(&name, &patch, &Patch::Merge(&body)).await.map(drop)
+            }
+        }
     }
 
     /// The value of a referenced Secret key, read now.
@@ -261,6 +260,14 @@ impl Executor {
             )
         })
     }
+}
+
+/// What a config write is based on: the object's entries, the keys its annotation says came from
+/// Secrets, and the `resourceVersion` the write is conditional on (`None`: the object is created).
+struct Current {
+    entries: BTreeMap<String, String>,
+    from_secrets: BTreeSet<String>,
+    resource_version: Option<String>,
 }
 
 /// Creates `object`; an object of that name that exists already counts as created when it installs
