@@ -1,4 +1,7 @@
-# Multi-stage build: compile with the Rust toolchain, ship the binary on a distroless non-root base.
+# The operator's image, for those who build with a container engine and push to a registry. Without
+# one, `make image` builds the same image (the last stage's USER, ENTRYPOINT and CMD, the binary at the
+# same path, the libraries and CA certificates of Debian 12) from the release binary; tests/image.rs
+# keeps both in step: every file the build reads is copied in the first stage.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock rustfmt.toml ./
@@ -6,6 +9,7 @@ COPY machine machine
 COPY src src
 COPY benches benches
 COPY tests tests
+COPY examples examples
 RUN cargo build --release --locked --bin blueprint-operator
 
 FROM gcr.io/distroless/cc-debian12:nonroot

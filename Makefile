@@ -1,7 +1,8 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox bench-sandbox-real record-corpus build kube helm
+.PHONY: run plan test test-long test-deep lint audit crds bench bench-sandbox bench-sandbox-real record-corpus build kube helm \
+	node image cluster-up cluster-down
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
 run:
@@ -13,9 +14,9 @@ plan:
 		--cluster examples/upgrade/cluster.yaml --descriptors examples/descriptors; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
 
-## test: every test of the workspace, the real-API-server suite included (it builds the control plane
-## and helm first, once: make kube helm)
-test: kube helm
+## test: every test of the workspace, the real-API-server and node suites included (it builds the
+## control plane, helm, the node and the operator's image first: make kube helm node image)
+test: kube helm node image
 	$(CARGO) test --workspace --all-targets --locked
 	$(CARGO) test --workspace --doc --locked
 
@@ -28,6 +29,29 @@ kube:
 ## for the chart's tests (lint, template, install into the real API server)
 helm:
 	@tools/helm/build.sh target/kube/bin
+
+## node: kubelet, kube-proxy, kube-scheduler and kube-controller-manager of the same release, and a
+## pause image, into target/kube (once); installs Debian's containerd, runc, CNI plugins, iptables and
+## conntrack when they are missing and it runs as root (otherwise it says what to install)
+node:
+	@tools/node/build.sh target/kube/bin
+
+## image: the operator's OCI image from the release binary, offline, without a container engine
+## (docker.io/cloudogu/blueprint-operator:<version>, the chart's default) in target/image
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+image: build
+	@tools/image/build.sh target/release/blueprint-operator docker.io/cloudogu/blueprint-operator:$(VERSION) \
+		target/image/blueprint-operator.tar
+
+## cluster-up: a one-node cluster on this machine (root) in the background: the operator installed by
+## its chart, the simulated dogu and component operators; the last line is the kubeconfig to use
+cluster-up: kube helm node image
+	@target/release/blueprint-operator cluster up --dir target/cluster --background
+
+## cluster-down: stops that cluster and removes everything it started
+cluster-down:
+	@if [ -x target/release/blueprint-operator ]; then target/release/blueprint-operator cluster down --dir target/cluster; \
+	else echo "cluster-down: no cluster (target/release/blueprint-operator is not built)"; fi
 
 ## test-long: the property tests with 100 times their cases (minutes, not seconds)
 test-long:

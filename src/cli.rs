@@ -157,6 +157,14 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: crate::convert::Output,
     },
+    /// A one-node Kubernetes cluster on this machine with the operator as a Pod, installed by its chart
+    ///
+    /// kube-apiserver, the kubelet, containerd (`make kube helm node image`; needs root), simulated dogu
+    /// and component operators. `make cluster-up` and `make cluster-down` run it (docs/node.md).
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// For example: `blueprint-operator completions bash > /etc/bash_completion.d/blueprint-operator`.
@@ -167,6 +175,29 @@ pub enum Command {
     Crd {
         #[arg(value_enum, default_value = "blueprint")]
         which: crd::Which,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterAction {
+    /// Start the cluster and keep it until Ctrl-C or SIGTERM; the last line printed is the kubeconfig
+    /// to use.
+    Up {
+        /// The cluster's folder (its state and logs).
+        #[arg(long, default_value = "target/cluster")]
+        dir: PathBuf,
+        /// The operator's image (`make image`).
+        #[arg(long, default_value = "target/image/blueprint-operator.tar")]
+        image: PathBuf,
+        /// Start in the background and return once the cluster is ready.
+        #[arg(long)]
+        background: bool,
+    },
+    /// Stop the cluster and remove everything it started (its logs stay).
+    Down {
+        /// The cluster's folder.
+        #[arg(long, default_value = "target/cluster")]
+        dir: PathBuf,
     },
 }
 
@@ -290,6 +321,20 @@ pub fn main() -> ExitCode {
                 Ok(code) => ExitCode::from(code),
                 Err(error) => {
                     eprintln!("error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Cluster { action } => {
+            use crate::sandbox::node::command;
+            let result = match action {
+                ClusterAction::Up { dir, image, background } => command::up(command::UpArgs { dir, image, background }),
+                ClusterAction::Down { dir } => command::down(&dir),
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
                     ExitCode::from(1)
                 }
             }

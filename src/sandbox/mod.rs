@@ -7,6 +7,7 @@ pub mod command;
 pub mod control_plane;
 pub mod dogu_registry;
 pub mod ecosystem;
+pub mod node;
 pub mod recording;
 pub mod seed;
 pub mod session;

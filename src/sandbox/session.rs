@@ -59,6 +59,9 @@ pub struct SandboxOptions {
     pub virtual_clock: bool,
     /// Record every reconcile (of every operator version the sandbox runs) in this journal.
     pub journal: Option<JournalSettings>,
+    /// Where the remote dogu registry listens (loopback; a node's Pods reach it on this machine's end
+    /// of the link to the node).
+    pub registry_address: std::net::IpAddr,
 }
 
 impl Default for SandboxOptions {
@@ -72,6 +75,7 @@ impl Default for SandboxOptions {
             follow_self_upgrade: true,
             virtual_clock: false,
             journal: None,
+            registry_address: std::net::Ipv4Addr::LOCALHOST.into(),
         }
     }
 }
@@ -166,7 +170,7 @@ impl Sandbox {
             };
         let registry =
             RegistryServer::new(Some((REGISTRY_CREDENTIALS.0.to_owned(), REGISTRY_CREDENTIALS.1.to_owned())));
-        let registry_served = registry.serve(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let registry_served = registry.serve(SocketAddr::new(options.registry_address, 0)).await?;
         let (sender, installed) = mpsc::unbounded_channel();
         // The simulated operators start with the first controller, once the cluster is seeded: an
         // operator acting on an object the seeder has not finished (its status comes in a second

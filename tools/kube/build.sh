@@ -10,14 +10,9 @@ STAMP="$OUT/.stamp"
 go_built_fresh "$STAMP" "$OUT/kube-apiserver" "$OUT/etcd" "$OUT/kubectl"
 cd "$HERE"
 K8S=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-MINOR=$(echo "$K8S" | cut -d. -f2)
 echo "make kube: building kube-apiserver, etcd and kubectl of Kubernetes $K8S into $OUT (the first build takes a while)" >&2
 started=$(date +%s)
-VERSION="-s -w -X k8s.io/component-base/version.gitVersion=$K8S -X k8s.io/component-base/version.gitMajor=1 \
-  -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean \
-  -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
-  -X k8s.io/client-go/pkg/version.gitVersion=$K8S -X k8s.io/client-go/pkg/version.gitMajor=1 \
-  -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
+VERSION=$(go_built_version_flags "$K8S")
 go build -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
 go build -ldflags "$VERSION" -o "$OUT/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -ldflags "$VERSION" -o "$OUT/kubectl" k8s.io/kubernetes/cmd/kubectl

@@ -9,14 +9,17 @@
 //! however it ends (a failed test, a panic, an abort): no stray process. No fixed sleep: every wait
 //! polls a condition, with a bound.
 
-use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
+mod audit;
+mod pki;
+
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+pub use audit::{AuditObject, AuditStatus, AuditUser, Audited};
+pub(crate) use pki::Pki;
 
 use crate::crd::Which;
 
@@ -77,30 +80,106 @@ pub fn start_shared() -> Result<&'static ControlPlane, String> {
 
 fn start() -> Result<ControlPlane, String> {
     let bin = bin_dir();
-    for binary in ["etcd", "kube-apiserver", "kubectl"] {
-        if !bin.join(binary).is_file() {
-            return Err(format!(
-                "{} is missing: build the control plane with `make kube` (needs Go; `make test` does it first)",
-                bin.join(binary).display()
-            ));
-        }
-    }
+    check_binaries(&bin, &["etcd", "kube-apiserver", "kubectl"], "make kube")?;
     // Beside the binaries: target/kube/run.
     let run = bin.parent().map(|kube| kube.join("run")).unwrap_or_else(|| std::env::temp_dir().join("kube-run"));
     remove_stale(&run);
     let dir = run.join(std::process::id().to_string());
+    let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+    let settings = Launch {
+        dir,
+        wrap: Vec::new(),
+        address: Ipv4Addr::LOCALHOST,
+        ports: Ports { etcd_client: client_port, etcd_peer: peer_port, api: api_port },
+        names: Vec::new(),
+        extra_addresses: Vec::new(),
+        pods: false,
+    };
+    let (plane, pki) = launch(&settings)?;
+    // The Blueprint CRD converts v2 through the webhook: served here, for as long as the process
+    // lives, with the API server's own certificate (127.0.0.1, signed by the CA the API server trusts).
+    let webhook = serve_webhook(&plane.dir, &pki)?;
+    for which in [Which::Blueprint, Which::BlueprintMask, Which::Dogu, Which::Component] {
+        let file = plane.dir.join(format!("{}-crd.yaml", crate::crd::name(which)));
+        let manifest = match which {
+            Which::Blueprint => {
+                let crd = crate::crd::blueprint_with_webhook_url(&format!("{webhook}/convert"), &pki.ca_pem);
+                serde_saphyr::to_string(&crd).map_err(|e| e.to_string())?
+            }
+            _ => crate::crd::yaml(which),
+        };
+        std::fs::write(&file, manifest).map_err(|e| e.to_string())?;
+        plane.kubectl(&["apply", "--server-side", "-f", &file.display().to_string()])?;
+    }
+    plane.install_other_operators_crds()?;
+    plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
+    // Established is not listable yet: until a kind's watch cache is initialized, a LIST is answered
+    // 429 "storage is (re)initializing". kubectl retries that itself; once it lists every kind, the
+    // tests' clients (which do not retry) are not refused.
+    plane.kubectl(&["get", "blueprints,blueprintmasks,dogus,components,restores,debugmodes", "-A", "-o", "name"])?;
+    Ok(plane)
+}
+
+/// Fails saying how to build them when any of `binaries` is not in `bin`.
+pub(crate) fn check_binaries(bin: &Path, binaries: &[&str], make: &str) -> Result<(), String> {
+    for binary in binaries {
+        if !bin.join(binary).is_file() {
+            return Err(format!(
+                "{} is missing: build it with `{make}` (needs Go; `make test` does it first)",
+                bin.join(binary).display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where and how [`launch`] starts etcd and kube-apiserver.
+pub(crate) struct Launch {
+    /// The control plane's folder (made afresh).
+    pub dir: PathBuf,
+    /// A command the processes are started through (for example `nsenter --net=...`); empty: none.
+    pub wrap: Vec<String>,
+    /// The API server's address: it binds it (or all addresses, when not loopback), advertises it and
+    /// clients reach it there.
+    pub address: Ipv4Addr,
+    pub ports: Ports,
+    /// More names and addresses of the API server's certificate (the `kubernetes` Service's).
+    pub names: Vec<String>,
+    pub extra_addresses: Vec<Ipv4Addr>,
+    /// For a cluster that runs Pods: ServiceAccount admission (the token volume of every Pod) and the
+    /// `kubernetes` Service's endpoints kept by the API server.
+    pub pods: bool,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Ports {
+    pub etcd_client: u16,
+    pub etcd_peer: u16,
+    pub api: u16,
+}
+
+/// Starts etcd and kube-apiserver as [`Launch`] says and waits until the API server is ready; the
+/// control plane and its certificates. The processes end with the thread that called this.
+pub(crate) fn launch(settings: &Launch) -> Result<(ControlPlane, Pki), String> {
+    let bin = bin_dir();
+    let dir = settings.dir.clone();
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("etcd")).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir.join("etcd")).map_err(|e| format!("{}: {e}", dir.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(dir.join("etcd"), std::fs::Permissions::from_mode(0o700));
     }
-    let pki = Pki::new(&dir)?;
-
-    let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+    let names = settings.names.iter().map(String::as_str).collect::<Vec<_>>();
+    let mut addresses = settings.extra_addresses.clone();
+    if !settings.address.is_loopback() {
+        addresses.push(settings.address);
+    }
+    let pki = Pki::new(&dir, &addresses, &names)?;
+    let Ports { etcd_client: client_port, etcd_peer: peer_port, api: api_port } = settings.ports;
     let log = |name: &str| std::fs::File::create(dir.join(name)).map_err(|e| e.to_string());
+    let command = |binary: &str| wrapped(&settings.wrap, &bin.join(binary));
     let etcd = spawn(
-        Command::new(bin.join("etcd"))
+        command("etcd")
             .arg("--name=test")
             .arg(format!("--data-dir={}", dir.join("etcd").display()))
             .arg(format!("--listen-client-urls=http://127.0.0.1:{client_port}"))
@@ -113,36 +192,41 @@ fn start() -> Result<ControlPlane, String> {
             .stdout(Stdio::null())
             .stderr(log("etcd.log")?),
     )?;
-    let api = spawn(
-        Command::new(bin.join("kube-apiserver"))
-            .arg(format!("--etcd-servers=http://127.0.0.1:{client_port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
-            .arg(format!("--secure-port={api_port}"))
-            .arg(format!("--tls-cert-file={}", pki.server_cert.display()))
-            .arg(format!("--tls-private-key-file={}", pki.server_key.display()))
-            .arg(format!("--cert-dir={}", dir.join("certs").display()))
-            .arg(format!("--client-ca-file={}", pki.ca_cert.display()))
-            .arg(format!("--token-auth-file={}", pki.tokens.display()))
-            .arg("--authorization-mode=RBAC")
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg(format!("--service-account-key-file={}", pki.sa_public.display()))
-            .arg(format!("--service-account-signing-key-file={}", pki.sa_key.display()))
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
+    let mut api = command("kube-apiserver");
+    api.arg(format!("--etcd-servers=http://127.0.0.1:{client_port}"))
+        .arg(format!("--secure-port={api_port}"))
+        .arg(format!("--tls-cert-file={}", pki.server_cert.display()))
+        .arg(format!("--tls-private-key-file={}", pki.server_key.display()))
+        .arg(format!("--cert-dir={}", dir.join("certs").display()))
+        .arg(format!("--client-ca-file={}", pki.ca_cert.display()))
+        .arg(format!("--token-auth-file={}", pki.tokens.display()))
+        .arg("--authorization-mode=RBAC")
+        .arg("--service-account-issuer=https://kubernetes.default.svc")
+        .arg(format!("--service-account-key-file={}", pki.sa_public.display()))
+        .arg(format!("--service-account-signing-key-file={}", pki.sa_key.display()))
+        .arg(format!("--service-cluster-ip-range={SERVICE_RANGE}"))
+        // Compaction every minute (the default is 5): the watch tests can see a 410.
+        .arg("--etcd-compaction-interval=1m")
+        // Every request, who sent it and what was answered (the RBAC tests read it).
+        .arg(format!("--audit-policy-file={}", audit::policy(&dir)?.display()))
+        .arg(format!("--audit-log-path={}", dir.join("audit.log").display()))
+        .arg("--audit-log-format=json")
+        .arg("--audit-log-mode=blocking")
+        .arg("--v=1");
+    if settings.pods {
+        // Reachable from the node's Pods (through the `kubernetes` Service, whose endpoint is this
+        // address) and from this process.
+        api.arg("--bind-address=0.0.0.0").arg(format!("--advertise-address={}", settings.address));
+    } else {
+        // No ServiceAccount controller makes the `default` ServiceAccount the admission would ask for,
+        // and no Pod would reach the `kubernetes` Service's endpoints.
+        api.arg(format!("--bind-address={}", settings.address))
+            .arg(format!("--advertise-address={}", settings.address))
             .arg("--disable-admission-plugins=ServiceAccount")
-            .arg("--endpoint-reconciler-type=none")
-            // Compaction every minute (the default is 5): the watch tests can see a 410.
-            .arg("--etcd-compaction-interval=1m")
-            // Every request, who sent it and what was answered (the RBAC tests read it).
-            .arg(format!("--audit-policy-file={}", audit_policy(&dir)?.display()))
-            .arg(format!("--audit-log-path={}", dir.join("audit.log").display()))
-            .arg("--audit-log-format=json")
-            .arg("--audit-log-mode=blocking")
-            .arg("--v=1")
-            .stdout(Stdio::null())
-            .stderr(log("kube-apiserver.log")?),
-    )?;
-    let server = format!("https://127.0.0.1:{api_port}");
+            .arg("--endpoint-reconciler-type=none");
+    }
+    let api = spawn(api.stdout(Stdio::null()).stderr(log("kube-apiserver.log")?))?;
+    let server = format!("https://{}:{api_port}", settings.address);
     let plane = ControlPlane {
         server: server.clone(),
         etcd: format!("http://127.0.0.1:{client_port}"),
@@ -155,32 +239,22 @@ fn start() -> Result<ControlPlane, String> {
     std::fs::write(&plane.kubeconfig, plane.kubeconfig_text("admin", &plane.token, "default"))
         .map_err(|e| e.to_string())?;
     wait_ready(&plane, &[etcd, api])?;
-    // The Blueprint CRD converts v2 through the webhook: served here, for as long as the process
-    // lives, with the API server's own certificate (127.0.0.1, signed by the CA the API server trusts).
-    let webhook = serve_webhook(&dir, &pki)?;
-    for which in [Which::Blueprint, Which::BlueprintMask, Which::Dogu, Which::Component] {
-        let file = dir.join(format!("{}-crd.yaml", crate::crd::name(which)));
-        let manifest = match which {
-            Which::Blueprint => {
-                let crd = crate::crd::blueprint_with_webhook_url(&format!("{webhook}/convert"), &pki.ca_pem);
-                serde_saphyr::to_string(&crd).map_err(|e| e.to_string())?
-            }
-            _ => crate::crd::yaml(which),
-        };
-        std::fs::write(&file, manifest).map_err(|e| e.to_string())?;
-        plane.kubectl(&["apply", "--server-side", "-f", &file.display().to_string()])?;
+    Ok((plane, pki))
+}
+
+/// The cluster IPs of Services; the first is the `kubernetes` Service's.
+pub(crate) const SERVICE_RANGE: &str = "10.0.0.0/24";
+
+/// A command for `binary`, started through `wrap` when it is not empty.
+fn wrapped(wrap: &[String], binary: &Path) -> Command {
+    match wrap.split_first() {
+        None => Command::new(binary),
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(binary);
+            command
+        }
     }
-    // The backup operator's Restore and the debug-mode operator's DebugMode kinds, as a CES platform
-    // with those operators has them.
-    let others = dir.join("other-operators-crds.yaml");
-    std::fs::write(&others, include_str!("other-operators-crds.yaml")).map_err(|e| e.to_string())?;
-    plane.kubectl(&["apply", "--server-side", "-f", &others.display().to_string()])?;
-    plane.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])?;
-    // Established is not listable yet: until a kind's watch cache is initialized, a LIST is answered
-    // 429 "storage is (re)initializing". kubectl retries that itself; once it lists every kind, the
-    // tests' clients (which do not retry) are not refused.
-    plane.kubectl(&["get", "blueprints,blueprintmasks,dogus,components,restores,debugmodes", "-A", "-o", "name"])?;
-    Ok(plane)
 }
 
 /// Serves the conversion webhook (`crate::webhook`) over TLS on a free loopback port from a thread of
@@ -258,11 +332,15 @@ impl ControlPlane {
     /// Every request the API server answered so far for `username` (for example
     /// `system:serviceaccount:<namespace>:<name>`), from its audit log.
     pub fn audited(&self, username: &str) -> Vec<Audited> {
-        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
-        text.lines()
-            .filter_map(|line| serde_json::from_str::<Audited>(line).ok())
-            .filter(|entry| entry.user.username == username)
-            .collect()
+        audit::read(&self.dir, |entry| entry.user.username == username)
+    }
+
+    /// The backup operator's Restore and the debug-mode operator's DebugMode kinds, as a CES platform
+    /// with those operators has them.
+    pub(crate) fn install_other_operators_crds(&self) -> Result<(), String> {
+        let others = self.dir.join("other-operators-crds.yaml");
+        std::fs::write(&others, include_str!("../other-operators-crds.yaml")).map_err(|e| e.to_string())?;
+        self.kubectl(&["apply", "--server-side", "-f", &others.display().to_string()]).map(drop)
     }
 
     /// Compacts etcd's history up to its current revision (what the API server does every
@@ -300,133 +378,14 @@ async fn etcd_post(http: &reqwest::Client, url: String, body: String) -> Result<
     serde_json::from_str(&text).map_err(|e| format!("{url}: {e}: {text}"))
 }
 
-/// An audit policy recording every request's metadata once, when it was answered.
-fn audit_policy(dir: &Path) -> Result<PathBuf, String> {
-    let file = dir.join("audit-policy.yaml");
-    let policy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\n\
-                  rules:\n- level: Metadata\n";
-    std::fs::write(&file, policy).map_err(|e| e.to_string())?;
-    Ok(file)
-}
-
-/// One request as the API server's audit log recorded it.
-#[derive(Clone, Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Audited {
-    pub verb: String,
-    pub user: AuditUser,
-    #[serde(default)]
-    pub object_ref: Option<AuditObject>,
-    #[serde(default)]
-    pub response_status: Option<AuditStatus>,
-    /// The audit log spells it `requestURI`.
-    #[serde(default, rename = "requestURI")]
-    pub request_uri: String,
-}
-
-#[derive(Clone, Debug, serde::Deserialize)]
-pub struct AuditUser {
-    #[serde(default)]
-    pub username: String,
-}
-
-#[derive(Clone, Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditObject {
-    #[serde(default)]
-    pub resource: String,
-    #[serde(default)]
-    pub subresource: String,
-    #[serde(default)]
-    pub namespace: String,
-    #[serde(default)]
-    pub api_group: String,
-}
-
-#[derive(Clone, Debug, serde::Deserialize)]
-pub struct AuditStatus {
-    #[serde(default)]
-    pub code: u16,
-}
-
-impl Audited {
-    /// `resource` or `resource/subresource`.
-    pub fn resource(&self) -> String {
-        match &self.object_ref {
-            Some(o) if o.subresource.is_empty() => o.resource.clone(),
-            Some(o) => format!("{}/{}", o.resource, o.subresource),
-            None => String::new(),
-        }
-    }
-
-    pub fn code(&self) -> u16 {
-        self.response_status.as_ref().map(|s| s.code).unwrap_or_default()
-    }
-}
-
-/// The certificates, keys and tokens of one control plane, as files in its folder.
-struct Pki {
-    ca_pem: String,
-    ca_cert: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-    sa_key: PathBuf,
-    sa_public: PathBuf,
-    tokens: PathBuf,
-    token: String,
-}
-
-impl Pki {
-    fn new(dir: &Path) -> Result<Self, String> {
-        let err = |e: rcgen::Error| e.to_string();
-        let ca_key = KeyPair::generate().map_err(err)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(DnType::CommonName, "blueprint-operator test control plane");
-        let ca = ca_params.self_signed(&ca_key).map_err(err)?;
-        let issuer = Issuer::new(ca_params, ca_key);
-
-        let server_key = KeyPair::generate().map_err(err)?;
-        let mut server_params = CertificateParams::new(vec!["localhost".to_owned()]).map_err(err)?;
-        server_params.subject_alt_names.push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        server_params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
-        let server = server_params.signed_by(&server_key, &issuer).map_err(err)?;
-        let sa_key = KeyPair::generate().map_err(err)?;
-
-        let token = format!("admin-{:032x}", rand_u128());
-        let write = |name: &str, text: &str| -> Result<PathBuf, String> {
-            let path = dir.join(name);
-            let mut file = std::fs::File::create(&path).map_err(|e| e.to_string())?;
-            file.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-            Ok(path)
-        };
-        Ok(Pki {
-            ca_pem: ca.pem(),
-            ca_cert: write("ca.crt", &ca.pem())?,
-            server_cert: write("apiserver.crt", &server.pem())?,
-            server_key: write("apiserver.key", &server_key.serialize_pem())?,
-            sa_key: write("sa.key", &sa_key.serialize_pem())?,
-            sa_public: write("sa.pub", &sa_key.public_key_pem())?,
-            tokens: write("tokens.csv", &format!("{token},admin,admin-uid,\"system:masters\"\n"))?,
-            token,
-        })
-    }
-}
-
-fn rand_u128() -> u128 {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("random bytes");
-    u128::from_le_bytes(bytes)
-}
-
 /// A port nothing listens on now (the OS picks it; released before the server binds it).
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| e.to_string())?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
 }
 
 /// Starts a child that the kernel kills when this process ends.
-fn spawn(command: &mut Command) -> Result<Child, String> {
+pub(crate) fn spawn(command: &mut Command) -> Result<Child, String> {
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
@@ -462,12 +421,17 @@ fn wait_ready(plane: &ControlPlane, children: &[Child]) -> Result<(), String> {
     }
 }
 
-/// Folders of control planes whose process is gone (a run that was killed).
+/// Folders of control planes (`<pid>`) and nodes (`node-<pid>`) whose process is gone (a run that was
+/// killed). A folder something is still mounted under is left alone: a node's reaper unmounts first.
 fn remove_stale(run: &Path) {
     let Ok(entries) = std::fs::read_dir(run) else { return };
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for entry in entries.flatten() {
-        let pid = entry.file_name().to_string_lossy().parse::<u32>().ok();
-        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name.strip_prefix("node-").unwrap_or(&name).parse::<u32>().ok();
+        let prefix = format!("{}/", entry.path().display());
+        let mounted = mounts.lines().any(|line| line.split(' ').nth(4).is_some_and(|point| point.starts_with(&prefix)));
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) && !mounted {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

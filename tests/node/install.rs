@@ -1,0 +1,89 @@
+//! `helm install` as a user runs it, without `--skip-crds`: on a cluster without the CRDs, and again
+//! over the CRDs an earlier install left (with the CA the operator wrote into the Blueprint CRD). Every
+//! replica runs the image as a Pod, becomes Ready through its probes, reaches the API server with its
+//! in-cluster configuration (the Pod's projected ServiceAccount token, `KUBERNETES_SERVICE_HOST`); one
+//! holds the Lease; the API server converts Blueprints for v2 clients through the webhook's Service;
+//! the fresh-install example converges.
+
+use std::time::{Duration, Instant};
+
+use blueprint_operator::sandbox::node::install as chart;
+use serde_json::Value;
+
+use super::{ECOSYSTEM, behaviour, completed, ecosystem, fresh_install, helm, json, kubectl, leader, ready_pods, turn};
+
+#[test]
+fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
+    let (node, _turn) = turn();
+    ecosystem(node, ECOSYSTEM, behaviour(), Vec::new());
+    let chart_dir = chart::chart();
+    let chart_dir = chart_dir.to_str().unwrap();
+    // A cluster without the CRDs (another scenario may have installed them: gone, with its release).
+    let _ = chart::helm(node, ECOSYSTEM, &["uninstall", chart::RELEASE, "--wait"]);
+    for crd in ["blueprints.k8s.cloudogu.com", "blueprintmasks.k8s.cloudogu.com"] {
+        let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
+    }
+
+    let started = Instant::now();
+    helm(node, ECOSYSTEM, &["install", chart::RELEASE, chart_dir]);
+    let pods = ready_pods(node, ECOSYSTEM, 2);
+    eprintln!("measured: helm install to 2 Ready Pods in {:.1}s", started.elapsed().as_secs_f64());
+    for crd in ["blueprints.k8s.cloudogu.com", "blueprintmasks.k8s.cloudogu.com"] {
+        kubectl(node, &["wait", "--for=condition=Established", &format!("crd/{crd}"), "--timeout=60s"]);
+    }
+    for pod in &pods {
+        let pod = json(node, &["get", "pod", pod, "-n", ECOSYSTEM]);
+        let container = &pod["status"]["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 0, "{container}");
+        assert_eq!(container["image"], Value::from(blueprint_operator::sandbox::node::operator_image_name()));
+        // The probes of the chart's ports decided Ready: the readiness probe is what the kubelet runs.
+        assert!(pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/readyz", "{pod}");
+    }
+
+    // Each replica reached the API server as its Pod: a bound ServiceAccount token names the Pod, and
+    // only the kubelet's projected token volume gives a Pod one.
+    let account = format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::DEPLOYMENT);
+    for pod in &pods {
+        let requests = node.plane.audited(&account);
+        assert!(
+            requests.iter().any(|r| r.pod() == Some(pod.as_str())),
+            "no request of {pod} with its own token ({} requests of {account})",
+            requests.len()
+        );
+    }
+    // One of them holds the Lease (the last install's leader released it when its Pod stopped).
+    super::wait(Duration::from_secs(60), "a Lease holder of this install", || {
+        let holder = leader(node, ECOSYSTEM);
+        holder.clone().filter(|h| pods.contains(h)).ok_or(format!("{holder:?}, not one of {pods:?}"))
+    });
+
+    super::converting(node, ECOSYSTEM);
+    super::apply(node, &fresh_install(ECOSYSTEM));
+    let started = Instant::now();
+    completed(node, ECOSYSTEM, "blueprint-ces", Duration::from_secs(180));
+    eprintln!("measured: fresh-install example Completed in {:.1}s", started.elapsed().as_secs_f64());
+
+    // A v2 client: the API server stores v3 and asks the webhook, through its Service and kube-proxy.
+    let v2 = super::wait(Duration::from_secs(60), "a v2 read through the webhook", || {
+        node.kubectl(&["get", "blueprints.v2.k8s.cloudogu.com", "blueprint-ces", "-n", ECOSYSTEM, "-o", "json"])
+    });
+    let v2: Value = serde_json::from_str(&v2).unwrap();
+    assert_eq!(v2["apiVersion"], "k8s.cloudogu.com/v2");
+    assert!(v2["spec"]["blueprint"]["dogus"].as_array().is_some_and(|d| d.len() == 7), "{v2}");
+    let crd = json(node, &["get", "crd", "blueprints.k8s.cloudogu.com"]);
+    let client = &crd["spec"]["conversion"]["webhook"]["clientConfig"];
+    assert_eq!(client["service"]["name"], "blueprint-operator-webhook", "{client}");
+    assert!(client["caBundle"].as_str().is_some_and(|ca| !ca.is_empty()), "the operator wrote its CA: {client}");
+
+    // Uninstalled, the CRDs and the Blueprint stay; installed again over them (the CA the operator
+    // wrote is not the chart's), the release works as before.
+    helm(node, ECOSYSTEM, &["uninstall", chart::RELEASE, "--wait"]);
+    kubectl(node, &["get", "blueprint", "blueprint-ces", "-n", ECOSYSTEM]);
+    helm(node, ECOSYSTEM, &["install", chart::RELEASE, chart_dir]);
+    ready_pods(node, ECOSYSTEM, 2);
+    super::converting(node, ECOSYSTEM);
+    completed(node, ECOSYSTEM, "blueprint-ces", Duration::from_secs(60));
+    super::wait(Duration::from_secs(60), "a v2 read after the second install", || {
+        node.kubectl(&["get", "blueprints.v2.k8s.cloudogu.com", "blueprint-ces", "-n", ECOSYSTEM, "-o", "name"])
+    });
+}
