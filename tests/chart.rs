@@ -126,7 +126,7 @@ fn the_chart_renders_what_the_operator_needs() {
     assert_eq!(binding["roleRef"]["name"], "k8s-blueprint-operator-webhook");
 
     // Every variable the chart sets is one the operator reads, and the operator accepts the values.
-    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager");
     let (literal, referenced) = environment(deployment);
     let known: Vec<&str> = blueprint_operator::config::ENVIRONMENT.iter().map(|(name, ..)| *name).collect();
     for name in literal.keys().chain(&referenced) {
@@ -185,7 +185,7 @@ fn values_set_the_operators_settings() {
         "manager.replicas=1",
         "doguRegistry.certificate.secret=registry-ca",
     ]);
-    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager");
     let (literal, _) = environment(deployment);
     let settings = blueprint_operator::config::Settings::from_lookup(|name| match name {
         "NAMESPACE" => Some("ecosystem".into()),
@@ -209,7 +209,7 @@ fn values_set_the_operators_settings() {
     // A value the operator would refuse is refused at its start, naming the variable: the chart does not
     // hide it.
     let objects = render(&["manager.env.disablePostfixDependencyCheck=maybe"]);
-    let (literal, _) = environment(find(&objects, "Deployment", "k8s-blueprint-operator"));
+    let (literal, _) = environment(find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager"));
     let error = blueprint_operator::config::Settings::from_lookup(|name| match name {
         "NAMESPACE" => Some("ecosystem".into()),
         other => literal.get(other).cloned(),
@@ -247,7 +247,7 @@ fn monitoring_renders_the_rules_and_the_dashboard_as_they_are() {
     for (label, value) in monitor["spec"]["selector"]["matchLabels"].as_object().unwrap() {
         assert_eq!(&service["metadata"]["labels"][label], value, "the ServiceMonitor selects the Service by {label}");
     }
-    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator");
+    let deployment = find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager");
     let ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap();
     assert!(ports.iter().any(|p| p["name"] == service["spec"]["ports"][0]["targetPort"]), "the Service targets a port");
 }
@@ -296,7 +296,7 @@ fn the_kustomize_manifests_match_the_chart() {
     );
     // The same webhook settings: port, Service, Secret.
     let settings = |objects: &[Value]| {
-        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator"));
+        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator-controller-manager"));
         blueprint_operator::config::Settings::from_lookup(|name| match name {
             "NAMESPACE" => Some("ecosystem".into()),
             other => literal.get(other).cloned(),
@@ -317,7 +317,7 @@ fn the_webhook_is_wired_in_every_mode() {
     use blueprint_operator::webhook::certificates::ServingNames;
 
     let settings = |objects: &[Value]| {
-        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator"));
+        let (literal, _) = environment(find(objects, "Deployment", "k8s-blueprint-operator-controller-manager"));
         blueprint_operator::config::Settings::from_lookup(|name| match name {
             "NAMESPACE" => Some("ecosystem".into()),
             other => literal.get(other).cloned(),
@@ -326,7 +326,7 @@ fn the_webhook_is_wired_in_every_mode() {
         .webhook
     };
     let ports = |objects: &[Value]| {
-        let deployment = find(objects, "Deployment", "k8s-blueprint-operator");
+        let deployment = find(objects, "Deployment", "k8s-blueprint-operator-controller-manager");
         deployment["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().unwrap().clone()
     };
 
@@ -354,7 +354,7 @@ fn the_webhook_is_wired_in_every_mode() {
     let objects = render(&["webhook.certManager.enabled=true"]);
     let webhook = settings(&objects).unwrap();
     let certificate = find(&objects, "Certificate", "blueprint-operator-webhook");
-    let pod = &find(&objects, "Deployment", "k8s-blueprint-operator")["spec"]["template"]["spec"];
+    let pod = &find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager")["spec"]["template"]["spec"];
     let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "webhook-certs").unwrap();
     assert_eq!(volume["secret"]["secretName"], certificate["spec"]["secretName"]);
     let mount = pod["containers"][0]["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "webhook-certs");
@@ -431,7 +431,8 @@ fn the_component_operators_value_mapping_reaches_the_operator() {
             for (_, mapped) in key["mapping"].as_object().unwrap() {
                 let mapped = mapped.as_str().unwrap();
                 let objects = render(&[&format!("{path}={mapped}")]);
-                let (literal, _) = environment(find(&objects, "Deployment", "k8s-blueprint-operator"));
+                let (literal, _) =
+                    environment(find(&objects, "Deployment", "k8s-blueprint-operator-controller-manager"));
                 assert_eq!(path, "manager.env.logLevel", "a new mapped value needs its check here");
                 assert_eq!(literal["LOG_LEVEL"], mapped);
                 assert!(mapped.parse::<tracing::Level>().is_ok(), "{mapped} is not a level name");

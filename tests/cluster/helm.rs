@@ -55,7 +55,7 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
     // skipped here; tests/chart.rs checks that the chart's CRDs are the committed ones.
     helm_in(&namespace, &["install", "bo", chart, "--skip-crds"]);
     for object in [
-        "deployment/k8s-blueprint-operator",
+        "deployment/k8s-blueprint-operator-controller-manager",
         "serviceaccount/k8s-blueprint-operator",
         "role/k8s-blueprint-operator",
         "rolebinding/k8s-blueprint-operator",
@@ -82,7 +82,7 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
     assert_eq!(crds, 2, "the Blueprint and BlueprintMask CRDs");
 
     // The operator as the chart deploys it: the Deployment's settings, the chart's ServiceAccount.
-    let deployment = kubectl_json(&["get", "deployment/k8s-blueprint-operator", "-n", &namespace]);
+    let deployment = kubectl_json(&["get", "deployment/k8s-blueprint-operator-controller-manager", "-n", &namespace]);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     let token = plane.kubectl(&["create", "token", "k8s-blueprint-operator", "-n", &namespace]).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -137,13 +137,16 @@ fn the_chart_installs_runs_the_operator_upgrades_and_uninstalls() {
     // An upgrade changes a setting; an uninstall removes what was installed (the CRD and the
     // Blueprints stay: helm never deletes CRDs).
     helm_in(&namespace, &["upgrade", "bo", chart, "--set", "manager.env.logLevel=debug"]);
-    let deployment = kubectl_json(&["get", "deployment/k8s-blueprint-operator", "-n", &namespace]);
+    let deployment = kubectl_json(&["get", "deployment/k8s-blueprint-operator-controller-manager", "-n", &namespace]);
     let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
     assert!(env.iter().any(|v| v["name"] == "LOG_LEVEL" && v["value"] == "debug"), "{env:?}");
     let status: Value = serde_json::from_str(&helm_in(&namespace, &["status", "bo", "-o", "json"])).unwrap();
     assert_eq!(status["version"], 2, "the second revision");
     helm_in(&namespace, &["uninstall", "bo", "--wait"]);
-    assert!(plane.kubectl(&["get", "deployment/k8s-blueprint-operator", "-n", &namespace]).is_err(), "removed");
+    assert!(
+        plane.kubectl(&["get", "deployment/k8s-blueprint-operator-controller-manager", "-n", &namespace]).is_err(),
+        "removed"
+    );
     assert!(plane.kubectl(&["get", "clusterrole/k8s-blueprint-operator-webhook"]).is_err(), "removed");
     assert!(plane.kubectl(&["get", "blueprint/blueprint-ces", "-n", &namespace]).is_ok(), "the Blueprint stays");
 }

@@ -55,7 +55,7 @@ fn a_killed_container_and_a_deleted_pod_resume_the_install() {
     assert_eq!(pods(node, NAMESPACE).len(), 1);
 
     // Every object the operator changed, counted by (verb, resource, name): each write once.
-    let requests = node.plane.audited(&format!("system:serviceaccount:{NAMESPACE}:{}", chart::DEPLOYMENT));
+    let requests = node.plane.audited(&format!("system:serviceaccount:{NAMESPACE}:{}", chart::SERVICE_ACCOUNT));
     let mut writes: BTreeMap<String, usize> = BTreeMap::new();
     for request in requests.iter().filter(|r| r.is_write() && (200..300).contains(&r.code())) {
         let resource = request.resource();

@@ -42,7 +42,7 @@ fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
 
     // Each replica reached the API server as its Pod: a bound ServiceAccount token names the Pod, and
     // only the kubelet's projected token volume gives a Pod one.
-    let account = format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::DEPLOYMENT);
+    let account = format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::SERVICE_ACCOUNT);
     for pod in &pods {
         let requests = node.plane.audited(&account);
         assert!(

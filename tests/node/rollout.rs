@@ -35,7 +35,7 @@ fn handover(node: &Node, key: &str, replace: impl FnOnce()) {
         leader(node, ECOSYSTEM).filter(|holder| new.contains(holder)).ok_or("an old Pod".into())
     });
     // The first write of the Lease by the new leader; nothing written by an old Pod after it.
-    let requests = node.plane.audited(&format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::DEPLOYMENT));
+    let requests = node.plane.audited(&format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::SERVICE_ACCOUNT));
     let taken = requests
         .iter()
         .filter(|r| r.pod() == Some(new_leader.as_str()) && r.is_write() && r.resource() == "leases")

@@ -14,8 +14,10 @@ use crate::sandbox::session::{Backend, REGISTRY_CREDENTIALS, Sandbox, SandboxOpt
 
 /// The chart's release name, as CES installs the operator.
 pub const RELEASE: &str = "k8s-blueprint-operator";
-/// The chart's objects are named so, whatever the release is called.
-pub const DEPLOYMENT: &str = "k8s-blueprint-operator";
+/// The chart's Deployment, as upstream's chart names it, whatever the release is called.
+pub const DEPLOYMENT: &str = "k8s-blueprint-operator-controller-manager";
+/// The chart's ServiceAccount (and Role, binding, budget).
+pub const SERVICE_ACCOUNT: &str = "k8s-blueprint-operator";
 /// The label every Pod of the chart carries.
 pub const POD_SELECTOR: &str = "app.kubernetes.io/name=k8s-blueprint-operator";
 /// The Lease the replicas elect their leader with.
