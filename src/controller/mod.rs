@@ -105,6 +105,7 @@ pub async fn run_controller(
 ) {
     let namespace = options.namespace.clone();
     let (c, ns) = (client.clone(), namespace.clone());
+    let shutdown = shutdown.shared();
 
     let (blueprint_reader, blueprint_changes) =
         reflect(Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
@@ -132,8 +133,12 @@ pub async fn run_controller(
     let (config_map_metadata, config_map_metadata_changes) =
         reflect(Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns), watcher::Config::default());
 
-    // Restores and the DebugMode, where their operators' CRDs are installed.
-    let discovered = crate::other_operators::discover(&c).await;
+    // Restores and the DebugMode, where their operators' CRDs are installed. A shutdown meanwhile
+    // (the API server slow to answer at the start) ends it: nothing is in flight yet.
+    let discovered = tokio::select! {
+        discovered = crate::other_operators::discover(&c) => discovered,
+        () = shutdown.clone() => return,
+    };
     let (restores, restore_changes) = reflect_other(&c, &ns, discovered.restore, crate::other_operators::RESTORE);
     let (debug_modes, debug_mode_changes) =
         reflect_other(&c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
@@ -210,7 +215,6 @@ pub async fn run_controller(
     ]);
     let reconcile_requests = Debounced::new(all, options.debounce);
 
-    let shutdown = shutdown.shared();
     // The Blueprints' own watch events reach the controller through `reconcile_requests` (which
     // polls the reflector), so its main stream is empty; kube's debounce is off (ours is bounded).
     let controller = Controller::for_stream(
@@ -226,17 +230,20 @@ pub async fn run_controller(
             tracing::debug!(%error, "controller event");
         }
     });
-    // Once the shutdown began: stop when no reconcile is in flight, or after the grace period.
+    // Once the shutdown began: stop when no reconcile is in flight, or after the grace period (and
+    // only then say that reconciles were cut off).
     let deadline = async move {
         shutdown.await;
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, in_flight.idle()).await;
+        tokio::time::timeout(SHUTDOWN_GRACE, in_flight.idle()).await.is_err()
     };
     tokio::select! {
         () = controller => {}
-        () = deadline => tracing::warn!(
-            grace = ?SHUTDOWN_GRACE,
-            "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
-        ),
+        ran_out = deadline => if ran_out {
+            tracing::warn!(
+                grace = ?SHUTDOWN_GRACE,
+                "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
+            );
+        },
     }
 }
 
