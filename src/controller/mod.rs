@@ -186,6 +186,7 @@ pub async fn run_controller(
     }
     let reconciler = Arc::new(Reconciler { context, journal: options.journal });
     let in_flight = reconciler.context.in_flight.clone();
+    let own_status_writes = reconciler.context.own_status_writes.clone();
 
     // Ready once every cache has listed its objects.
     tokio::spawn({
@@ -201,7 +202,7 @@ pub async fn run_controller(
     // Every change that concerns a Blueprint, through one bounded debounce.
     let targets = Targets::new(blueprint_reader.clone());
     let all = futures::stream::select_all([
-        triggers::blueprint_triggers(blueprint_changes, targets.clone()),
+        triggers::blueprint_triggers(blueprint_changes, targets.clone(), own_status_writes),
         triggers::every_blueprint(dogu_changes, targets.clone(), triggers::any_dogu),
         triggers::every_blueprint(component_changes, targets.clone(), triggers::any_component),
         triggers::every_blueprint(config_map_changes, targets.clone(), triggers::config_object),
