@@ -14,6 +14,7 @@ use crate::descriptors::{CacheSettings, RemoteSettings, UrlSchema};
 use crate::identity::{OperatorIdentity, default_own_versions};
 use crate::webhook::WebhookSettings;
 use blueprint_machine::observation::ProvidedDependency;
+use blueprint_machine::secret_access::{SecretAccess, SecretReferences};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -99,6 +100,11 @@ pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
     ("LEADER_ELECT", "true", "hold a Lease so that one replica reconciles"),
     ("POD_NAME", "HOSTNAME", "this replica's identity in the Lease and in events"),
     ("HOSTNAME", "(set by the container)", "the identity when POD_NAME is not set"),
+    (
+        "SECRET_REFERENCES",
+        "all-but-protected",
+        "which Secrets a blueprint may read: all-but-protected, or labelled-only (labelled blueprint-operator.k8s.cloudogu.com/referenceable=true)",
+    ),
     ("WEBHOOK_ENABLED", "true", "serve the Blueprint conversion webhook (v2 clients need it)"),
     ("WEBHOOK_BIND_ADDRESS", "0.0.0.0:9443", "the conversion webhook (HTTPS)"),
     ("WEBHOOK_CERT_DIR", "(none: self-managed)", "a folder with tls.crt and tls.key (cert-manager's Secret)"),
@@ -150,7 +156,8 @@ impl Settings {
             text.parse().map_err(|e| SettingsError::Invalid { name, problem: format!("{text:?}: {e}") })
         };
         let leader_election = boolean(&lookup, "LEADER_ELECT", true)?;
-        let operator = identity(&lookup)?;
+        let mut operator = identity(&lookup)?;
+        operator.secret_access = secret_access(&lookup)?;
         let duration = |name: &'static str, default: Duration| -> Result<Duration, SettingsError> {
             match lookup(name) {
                 None => Ok(default),
@@ -201,6 +208,20 @@ fn boolean(lookup: &impl Fn(&str) -> Option<String>, name: &'static str, default
     }
 }
 
+/// Which Secrets a blueprint may read (`SECRET_REFERENCES`, D53); the operator's own is the webhook's
+/// (`WEBHOOK_SECRET`, whether or not the webhook is served: a Secret left from before is still its).
+fn secret_access(lookup: &impl Fn(&str) -> Option<String>) -> Result<SecretAccess, SettingsError> {
+    let mode = match lookup("SECRET_REFERENCES") {
+        None => SecretReferences::default(),
+        Some(text) => SecretReferences::parse(&text).ok_or_else(|| SettingsError::Invalid {
+            name: "SECRET_REFERENCES",
+            problem: format!("{text:?} is neither all-but-protected nor labelled-only"),
+        })?,
+    };
+    let own = lookup("WEBHOOK_SECRET").unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned());
+    Ok(SecretAccess { own: [own].into(), mode })
+}
+
 fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity, SettingsError> {
     let version = lookup("OPERATOR_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
     let own_versions = match lookup("OPERATOR_COMPONENT_VERSIONS") {
@@ -236,7 +257,14 @@ fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity
     .map(|(dependency, name)| Ok(boolean(lookup, name, false)?.then_some(dependency)))
     .filter_map(Result::transpose)
     .collect::<Result<_, SettingsError>>()?;
-    Ok(OperatorIdentity { version, component, own_versions, allow_replacement, provided_dependencies })
+    Ok(OperatorIdentity {
+        version,
+        component,
+        own_versions,
+        allow_replacement,
+        provided_dependencies,
+        secret_access: SecretAccess::default(),
+    })
 }
 
 fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
@@ -399,6 +427,19 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+        let error = settings(&[("NAMESPACE", "x"), ("SECRET_REFERENCES", "labelled")]).unwrap_err();
+        assert!(error.to_string().contains("SECRET_REFERENCES is invalid: \"labelled\" is neither"), "{error}");
+    }
+
+    /// D53: the webhook's Secret is the operator's own (also under another name); the mode is read.
+    #[test]
+    fn the_secrets_a_blueprint_may_read() {
+        let s = settings(&[("NAMESPACE", "x")]).unwrap();
+        assert_eq!(s.operator.secret_access.mode, SecretReferences::AllButProtected);
+        assert_eq!(s.operator.secret_access.own, ["blueprint-operator-webhook-cert".to_owned()].into());
+        let s = settings(&[("NAMESPACE", "x"), ("WEBHOOK_SECRET", "cert"), ("SECRET_REFERENCES", "labelled-only")]);
+        let access = s.unwrap().operator.secret_access;
+        assert_eq!((access.mode, access.own), (SecretReferences::LabelledOnly, ["cert".to_owned()].into()));
     }
 
     /// `run --help` lists exactly what the settings read.

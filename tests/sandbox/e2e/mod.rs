@@ -328,5 +328,5 @@ on_both_backends!(
         a_referenced_config_map_feeds_the_config_and_its_edits_are_applied,
         a_secret_value_fills_the_normal_config_and_is_never_shown,
     ],
-    security: [a_status_changed_by_hand_is_restored],
+    security: [a_blueprint_cannot_read_the_operators_or_helms_secrets, a_status_changed_by_hand_is_restored],
 );
