@@ -167,11 +167,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
         let router = router.clone();
         let listener =
             tokio::net::TcpListener::bind(address).await.map_err(|source| RunError::Listen { address, source })?;
-        tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
-                tracing::error!(%error, "the operations endpoint stopped");
-            }
-        });
+        tokio::spawn(http::serve(listener, router));
     }
 
     let journal = match journal {
