@@ -23,6 +23,7 @@ fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
         component: blueprint_machine::naming::OWN_COMPONENT.to_owned(),
         allow_replacement: false,
         provided_dependencies: Default::default(),
+        secret_access: Default::default(),
         format,
     }
 }

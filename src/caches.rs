@@ -12,6 +12,7 @@ use kube::runtime::watcher;
 use tokio::sync::watch;
 
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
+use blueprint_machine::naming::label;
 
 use crate::controller::triggers::Events;
 use crate::observe::decoded::Decoded;
@@ -126,6 +127,49 @@ impl Stores {
 /// Keeps of an object's `managedFields` only the newest time (a config object's "last updated", see
 /// `observe`). The field sets (`fieldsV1`) are most of a cached object's memory and are never read.
 pub fn slim(meta: &mut ObjectMeta) {
+    slim_fields(meta);
+}
+
+/// Which labels and annotations of a Secret or ConfigMap a cache keeps: those the operator reads of
+/// it. Any other (`kubectl.kubernetes.io/last-applied-configuration` above all: `kubectl apply` puts
+/// a Secret's whole data there) is dropped as the object is watched, so that no Secret value is held
+/// through an annotation and an object's size in the cache is what the operator needs of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Kept {
+    pub labels: &'static [&'static str],
+    pub annotations: &'static [&'static str],
+}
+
+impl Kept {
+    /// Config objects (global, dogu and sensitive config; the local dogu registry; the health config):
+    /// the registry labels that say what they hold, and the keys-from-Secrets annotation (D52).
+    pub const CONFIG_OBJECTS: Kept = Kept {
+        labels: &[label::APP, label::CONFIG_TYPE, label::DOGU],
+        annotations: &[blueprint_machine::keys_from_secrets::ANNOTATION],
+    };
+    /// The metadata caches of every Secret and ConfigMap: only names and versions are read (a
+    /// referenced Secret's type and labels come with the read of the Secret itself).
+    pub const NOTHING: Kept = Kept { labels: &[], annotations: &[] };
+
+    /// `meta` slimmed ([`slim`]) and without the labels and annotations not kept.
+    pub fn apply(self, meta: &mut ObjectMeta) {
+        slim_fields(meta);
+        keep_only(&mut meta.labels, self.labels);
+        keep_only(&mut meta.annotations, self.annotations);
+    }
+}
+
+/// `map` with only the `kept` keys (none left: no map).
+fn keep_only(map: &mut Option<std::collections::BTreeMap<String, String>>, kept: &[&str]) {
+    if let Some(entries) = map.as_mut() {
+        entries.retain(|key, _| kept.contains(&key.as_str()));
+        if entries.is_empty() {
+            *map = None;
+        }
+    }
+}
+
+fn slim_fields(meta: &mut ObjectMeta) {
     let Some(entries) = meta.managed_fields.as_mut() else { return };
     let newest = entries.iter().filter_map(|entry| entry.time.clone()).max();
     *entries =
@@ -190,6 +234,43 @@ mod tests {
             let filled = tokio::time::timeout(Duration::from_secs(1), waiter).await;
             assert!(matches!(filled, Ok(Ok(Ok(())))), "a waiter was left waiting");
         }
+    }
+
+    /// Issue 27, finding 4: a Secret made by `kubectl apply` carries its data in an annotation, which
+    /// the metadata cache of every Secret held for good. What a cache keeps of a config object is what
+    /// the operator reads; of any other object, nothing but names and versions.
+    #[test]
+    fn caches_keep_only_the_labels_and_annotations_the_operator_reads() {
+        let map = |pairs: &[(&str, &str)]| Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        let applied = "kubectl.kubernetes.io/last-applied-configuration";
+        let mut meta = ObjectMeta {
+            name: Some("postfix-config".into()),
+            resource_version: Some("7".into()),
+            labels: map(&[
+                ("app", "ces"),
+                ("dogu.name", "postfix"),
+                ("k8s.cloudogu.com/type", "dogu-config"),
+                ("team", "x"),
+            ]),
+            annotations: map(&[
+                (applied, "{\"data\":{\"password\":\"c2VjcmV0\"}}"),
+                (blueprint_machine::keys_from_secrets::ANNOTATION, "[]"),
+            ]),
+            ..ObjectMeta::default()
+        };
+        let mut metadata_only = meta.clone();
+        Kept::CONFIG_OBJECTS.apply(&mut meta);
+        assert_eq!(
+            meta.labels.as_ref().unwrap().keys().collect::<Vec<_>>(),
+            ["app", "dogu.name", "k8s.cloudogu.com/type"]
+        );
+        assert_eq!(meta.annotations, map(&[(blueprint_machine::keys_from_secrets::ANNOTATION, "[]")]));
+        Kept::NOTHING.apply(&mut metadata_only);
+        assert_eq!((metadata_only.labels, metadata_only.annotations), (None, None));
+        assert_eq!(
+            (metadata_only.name.as_deref(), metadata_only.resource_version.as_deref()),
+            (Some("postfix-config"), Some("7"))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -74,6 +74,14 @@ pub enum Command {
         /// Plan as an operator started with DISABLE_POSTFIX_DEPENDENCY_CHECK=true (postfix is provided).
         #[arg(long, env = "DISABLE_POSTFIX_DEPENDENCY_CHECK")]
         disable_postfix_dependency_check: bool,
+        /// Which Secrets a blueprint may read (as `run` reads it): all-but-protected or labelled-only.
+        #[arg(long, env = "SECRET_REFERENCES", value_name = "MODE", default_value = "all-but-protected",
+              value_parser = |text: &str| blueprint_machine::secret_access::SecretReferences::parse(text)
+                  .ok_or_else(|| format!("{text:?} is neither all-but-protected nor labelled-only")))]
+        secret_references: blueprint_machine::secret_access::SecretReferences,
+        /// The operator's webhook certificate Secret (as `run` reads it): never read by a blueprint.
+        #[arg(long, env = "WEBHOOK_SECRET", value_name = "NAME", default_value = crate::config::DEFAULT_WEBHOOK_SECRET)]
+        webhook_secret: String,
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         output: Format,
@@ -370,6 +378,8 @@ pub fn main() -> ExitCode {
             allow_operator_replacement,
             auth_registration_enabled,
             disable_postfix_dependency_check,
+            secret_references,
+            webhook_secret,
             output,
         } => {
             use blueprint_machine::observation::ProvidedDependency;
@@ -392,6 +402,10 @@ pub fn main() -> ExitCode {
                 component: operator_component,
                 allow_replacement: allow_operator_replacement,
                 provided_dependencies,
+                secret_access: blueprint_machine::secret_access::SecretAccess {
+                    own: [webhook_secret].into(),
+                    mode: secret_references,
+                },
                 format: output,
             };
             let result = if !args.cluster.is_empty() {

@@ -31,6 +31,7 @@ use blueprint_machine::decision::{Action, ConfigTarget, ConfigValue, FailureKind
 use blueprint_machine::keys_from_secrets;
 use blueprint_machine::naming::FIELD_MANAGER;
 use blueprint_machine::observation::ObjectBase;
+use blueprint_machine::secret_access::SecretAccess;
 
 use crate::observe::decoded::Decoded;
 
@@ -58,11 +59,18 @@ pub struct Executor {
     client: Client,
     namespace: String,
     stores: ConfigStores,
+    /// Which Secrets a blueprint may read: checked again on the Secret read at the write (D53).
+    secret_access: SecretAccess,
 }
 
 impl Executor {
-    pub fn new(client: Client, namespace: impl Into<String>, stores: ConfigStores) -> Self {
-        Executor { client, namespace: namespace.into(), stores }
+    pub fn new(
+        client: Client,
+        namespace: impl Into<String>,
+        stores: ConfigStores,
+        secret_access: SecretAccess,
+    ) -> Self {
+        Executor { client, namespace: namespace.into(), stores, secret_access }
     }
 
     fn api<K>(&self) -> Api<K>
@@ -250,6 +258,11 @@ impl Executor {
                 format!("referenced secret \"{name}\" cannot be read: it does not fit the Secret type"),
             ));
         };
+        // The decision saw a Secret it may read; this read may find another under that name since.
+        let traits = crate::observe::secret_traits(&secret);
+        if let Some(why) = blueprint_machine::secret_access::refusal(name, &traits, &self.secret_access) {
+            return Err(Failure::new(FailureKind::Rejected, format!("secret \"{name}\" cannot be referenced: {why}")));
+        }
         let value = secret.data.as_ref().and_then(|d| d.get(key)).ok_or_else(|| {
             Failure::new(FailureKind::NotFound, format!("referenced key \"{key}\" in secret \"{name}\" does not exist"))
         })?;

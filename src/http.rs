@@ -1,10 +1,10 @@
 //! The operations endpoints: `/healthz` (the process serves), `/readyz` (every [`Readiness`] check
 //! passes: the conversion webhook serves, the leader's caches are synced) and `/metrics` (Prometheus
-//! text format).
+//! text format); served within bounds no client can lift ([`BOUNDS`], `crate::serve`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::http::{StatusCode, header};
@@ -46,6 +46,14 @@ struct State {
     metrics: Arc<Metrics>,
 }
 
+/// What the operations endpoints allow a client (`crate::serve`): 32 connections (Prometheus and the
+/// kubelet's probes need a few), 10 s for a request's headers, 16 KiB of read buffer; and every
+/// request answered within [`REQUEST_TIMEOUT`].
+pub const BOUNDS: crate::serve::Bounds =
+    crate::serve::Bounds { connections: 32, headers: Duration::from_secs(10), buffer: 16 * 1024 };
+/// How long one request to the operations endpoints may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub fn router(ready: Readiness, metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -70,12 +78,12 @@ pub fn router(ready: Readiness, metrics: Arc<Metrics>) -> Router {
             }),
         )
         .with_state(State { ready, metrics })
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
 }
 
-/// Serves the router on `address` until the process ends.
-pub async fn serve(address: SocketAddr, router: Router) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(address).await?;
-    axum::serve(listener, router).await
+/// Serves the router on `listener` within [`BOUNDS`] until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router) {
+    crate::serve::serve(listener, router, BOUNDS, crate::serve::plain()).await;
 }
 
 #[cfg(test)]

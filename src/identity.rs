@@ -1,10 +1,12 @@
 //! Who this operator is when a blueprint names its component: its version, which versions of the
 //! component are releases of this implementation, and whether a hand-over to another implementation
-//! was allowed (docs/migration.md, "The operator's own component").
+//! was allowed (docs/migration.md, "The operator's own component"); and which Secrets are its own,
+//! which a blueprint never reads (D53).
 
 use std::collections::BTreeSet;
 
 use blueprint_machine::observation::{OperatorFacts, ProvidedDependency};
+use blueprint_machine::secret_access::SecretAccess;
 use semver::VersionReq;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +21,8 @@ pub struct OperatorIdentity {
     pub allow_replacement: bool,
     /// Feature flags: `AUTH_REGISTRATION_ENABLED` (cas), `DISABLE_POSTFIX_DEPENDENCY_CHECK` (postfix).
     pub provided_dependencies: BTreeSet<ProvidedDependency>,
+    /// Its own Secrets (`WEBHOOK_SECRET`) and which others a blueprint may read (`SECRET_REFERENCES`).
+    pub secret_access: SecretAccess,
 }
 
 impl OperatorIdentity {
@@ -30,6 +34,10 @@ impl OperatorIdentity {
             own_versions: default_own_versions(),
             allow_replacement: false,
             provided_dependencies: BTreeSet::new(),
+            secret_access: SecretAccess {
+                own: BTreeSet::from([crate::config::DEFAULT_WEBHOOK_SECRET.to_owned()]),
+                ..SecretAccess::default()
+            },
         }
     }
 
@@ -40,6 +48,7 @@ impl OperatorIdentity {
             allow_replacement: self.allow_replacement,
             provided_dependencies: self.provided_dependencies.clone(),
             component: self.component.clone(),
+            secret_access: self.secret_access.clone(),
             ..OperatorFacts::new(namespace, Some(self.version.clone()))
         }
     }

@@ -26,6 +26,7 @@ pub mod publish;
 pub mod reconcile;
 pub mod run;
 pub mod sandbox;
+pub mod serve;
 pub mod status;
 pub mod status_command;
 pub mod telemetry;

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures::FutureExt;
 use kube::client::ClientBuilder;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use blueprint_machine::naming::LEASE;
 
@@ -49,23 +50,42 @@ pub fn counting(
 /// How long giving the Lease up may take at shutdown.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Resolves on SIGTERM or SIGINT. A second signal ends the process at once (exit code 130), whatever
-/// it is doing.
-pub async fn termination() {
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
-    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT can be handled");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight reconciles (a second signal stops at once)"),
-        _ = interrupt.recv() => tracing::info!("interrupted: finishing in-flight reconciles (a second signal stops at once)"),
-    }
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = interrupt.recv() => {}
+/// SIGTERM and SIGINT, handled by the operator from the moment [`Termination::install`] returns:
+/// neither ends the process by its default action any more. `run` installs it as its first
+/// instruction, so that a signal the kubelet sends early in the start (while the client connects,
+/// the webhook starts, the caches list) is a shutdown like any other, not a kill (exit status 15).
+pub struct Termination {
+    term: Signal,
+    interrupt: Signal,
+}
+
+impl Termination {
+    /// Takes both signals over (within a tokio runtime). A signal that arrives from now on is kept
+    /// until [`requested`](Self::requested) looks.
+    pub fn install() -> Self {
+        Termination {
+            term: signal(SignalKind::terminate()).expect("SIGTERM can be handled"),
+            interrupt: signal(SignalKind::interrupt()).expect("SIGINT can be handled"),
         }
-        tracing::warn!("second signal: stopping now");
-        std::process::exit(130);
-    });
+    }
+
+    /// Resolves on the first SIGTERM or SIGINT since [`install`](Self::install). A second signal ends
+    /// the process at once (exit code 130), whatever it is doing.
+    pub async fn requested(self) {
+        let Termination { mut term, mut interrupt } = self;
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight reconciles (a second signal stops at once)"),
+            _ = interrupt.recv() => tracing::info!("interrupted: finishing in-flight reconciles (a second signal stops at once)"),
+        }
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            tracing::warn!("second signal: stopping now");
+            std::process::exit(130);
+        });
+    }
 }
 
 /// Why `run` stopped: at the start (a setting, a file, the client, a port, the journal) or because
@@ -93,6 +113,8 @@ pub enum RunError {
 }
 
 pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
+    // First of all: from here on SIGTERM and SIGINT are a shutdown, wherever the start is.
+    let terminated = Termination::install().requested().shared();
     let settings = Settings::from_env()?;
     telemetry::init(&settings.log_level, settings.log_format);
     tracing::info!(version = %settings.operator.version, namespace = %settings.namespace, "starting");
@@ -145,11 +167,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
         let router = router.clone();
         let listener =
             tokio::net::TcpListener::bind(address).await.map_err(|source| RunError::Listen { address, source })?;
-        tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
-                tracing::error!(%error, "the operations endpoint stopped");
-            }
-        });
+        tokio::spawn(http::serve(listener, router));
     }
 
     let journal = match journal {
@@ -176,7 +194,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     if !settings.leader_election {
         // The only replica writes: it leads.
         metrics.leader.set(1);
-        controller::run_controller(client, options, metrics, ready, termination()).await;
+        controller::run_controller(client, options, metrics, ready, terminated).await;
         return Ok(());
     }
 
@@ -184,7 +202,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     let mut leadership =
         Leadership::start(client, &settings.namespace, LEASE, &settings.identity, LeaseTiming::default());
     tracing::info!(identity = %settings.identity, "waiting to lead");
-    let mut terminated = Box::pin(termination());
+    let mut terminated = terminated;
     tokio::select! {
         () = leadership.acquired() => {}
         _ = &mut terminated => {

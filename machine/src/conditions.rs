@@ -23,6 +23,8 @@ pub mod reason {
     /// `Valid=False`: `spec.blueprintMask.crRef` names a `BlueprintMask` that does not exist (upstream
     /// only logs it and retries every 10 s; the mask's creation triggers the next reconcile here).
     pub const BLUEPRINT_MASK_NOT_FOUND: &str = "BlueprintMaskNotFound";
+    /// Ours: `Valid=False`, the blueprint references Secrets it may not read (D53).
+    pub const FORBIDDEN_SECRET_REFERENCES: &str = "ForbiddenSecretReferences";
     /// Ours: the dogu descriptors needed for validation could not be loaded.
     pub const CANNOT_VALIDATE: &str = "CannotValidate";
     pub const EXECUTABLE: &str = "Executable";

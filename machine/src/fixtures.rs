@@ -155,6 +155,8 @@ pub struct Scenario {
     pub blueprint_masks: Vec<crate::api::BlueprintMaskObject>,
     /// ConfigMaps `configRef`s may name, by name.
     pub referenced_config_maps: BTreeMap<String, crate::observation::ReferencedConfigMap>,
+    /// The operator's own Secrets and which Secrets a blueprint may read.
+    pub secret_access: crate::secret_access::SecretAccess,
 }
 
 /// A `BlueprintMask` named `name` in `NAMESPACE` with this spec (YAML).
@@ -195,6 +197,7 @@ impl Scenario {
             blueprint_masks: Vec::new(),
             referenced_config_maps: BTreeMap::new(),
             debug_mode: None,
+            secret_access: Default::default(),
         }
     }
 
@@ -265,11 +268,19 @@ impl Scenario {
         self
     }
 
-    pub fn with_secret(mut self, name: &str, keys: &[(&str, &str)]) -> Self {
-        self.secrets.insert(
-            name.into(),
-            ReferencedSecret::Present { keys: keys.iter().map(|(k, v)| (k.to_string(), digest(v))).collect() },
-        );
+    pub fn with_secret(self, name: &str, keys: &[(&str, &str)]) -> Self {
+        self.with_secret_of(name, keys, crate::secret_access::SecretTraits::default())
+    }
+
+    /// A referenced Secret of a `type`, or with labels, that decide whether a blueprint may read it.
+    pub fn with_secret_of(
+        mut self,
+        name: &str,
+        keys: &[(&str, &str)],
+        traits: crate::secret_access::SecretTraits,
+    ) -> Self {
+        let keys = keys.iter().map(|(k, v)| (k.to_string(), digest(v))).collect();
+        self.secrets.insert(name.into(), ReferencedSecret::Present { keys, traits });
         self
     }
 
@@ -320,6 +331,12 @@ impl Scenario {
     pub fn with_own_versions(mut self, requirement: &str, allow_replacement: bool) -> Self {
         self.own_versions = Some(semver::VersionReq::parse(requirement).unwrap());
         self.allow_replacement = allow_replacement;
+        self
+    }
+
+    /// The operator's own Secrets and which Secrets a blueprint may read.
+    pub fn with_secret_access(mut self, access: crate::secret_access::SecretAccess) -> Self {
+        self.secret_access = access;
         self
     }
 
@@ -396,6 +413,7 @@ impl Scenario {
                 own_versions: self.own_versions.clone(),
                 allow_replacement: self.allow_replacement,
                 provided_dependencies: self.provided_dependencies.clone(),
+                secret_access: self.secret_access.clone(),
                 ..OperatorFacts::new(NAMESPACE, self.operator_version.clone())
             },
             blueprint: self.blueprint.clone().map(Arc::new),

@@ -10,7 +10,8 @@
 //! The public surface is what its users need: the Kubernetes types ([`api`]), the observation and the
 //! decision with their parts, the names of shared objects ([`naming`]), the config format shared with
 //! the dogu operator ([`config_format`]), the conversion between the Blueprint API's versions
-//! ([`conversion`]), dogu descriptors ([`descriptor`]), the condition and event
+//! ([`conversion`]), dogu descriptors ([`descriptor`]), which Secrets a blueprint may read
+//! ([`secret_access`]), the condition and event
 //! reasons, and the entry functions. Everything else is private to the crate.
 
 #![warn(unreachable_pub)]
@@ -27,6 +28,7 @@ pub mod fixtures;
 pub mod keys_from_secrets;
 pub mod naming;
 pub mod observation;
+pub mod secret_access;
 
 mod diff;
 mod forbidden;

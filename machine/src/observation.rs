@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use crate::model::DoguDescriptor;
+use crate::secret_access::{SecretAccess, SecretTraits};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -107,6 +108,9 @@ pub struct OperatorFacts {
     /// Dogu dependencies the platform provides otherwise (feature flags), not required in a blueprint.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub provided_dependencies: BTreeSet<ProvidedDependency>,
+    /// The operator's own Secrets and which others a blueprint may read (`SECRET_REFERENCES`).
+    #[serde(default, skip_serializing_if = "SecretAccess::is_default")]
+    pub secret_access: SecretAccess,
 }
 
 /// The `DebugMode` object's `status.phase`.
@@ -175,6 +179,7 @@ impl OperatorFacts {
             own_versions: None,
             allow_replacement: false,
             provided_dependencies: BTreeSet::new(),
+            secret_access: SecretAccess::default(),
         }
     }
 }
@@ -293,6 +298,10 @@ pub enum ReferencedSecret {
     Missing,
     Present {
         keys: BTreeMap<String, SecretDigest>,
+        /// Whether a blueprint may read it ([`crate::secret_access`]); none recorded: an `Opaque`
+        /// Secret without labels (journals written before it was observed).
+        #[serde(default, skip_serializing_if = "SecretTraits::is_default")]
+        traits: SecretTraits,
     },
     /// It exists but does not fit the Secret type (its content is not described: it is sensitive).
     Unreadable,

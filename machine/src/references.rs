@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::observation::{ReferencedConfigMap, ReferencedSecret, SecretDigest};
 use crate::problem::Problem;
+use crate::secret_access::SecretAccess;
 use crate::validation::EffectiveBlueprint;
 
 /// The Secrets the effective blueprint reads values from.
@@ -112,7 +113,7 @@ fn config_map_data(config_map: Option<&ReferencedConfigMap>) -> Result<&BTreeMap
 /// A referenced Secret's keys (digested), or why it cannot be used.
 fn secret_keys(secret: Option<&ReferencedSecret>) -> Result<&BTreeMap<String, SecretDigest>, &'static str> {
     match secret {
-        Some(ReferencedSecret::Present { keys }) => Ok(keys),
+        Some(ReferencedSecret::Present { keys, .. }) => Ok(keys),
         Some(ReferencedSecret::Unreadable) => Err("cannot be read: it does not fit the Secret type"),
         Some(ReferencedSecret::Missing) | None => Err("does not exist"),
     }
@@ -133,6 +134,27 @@ pub(crate) fn resolve_config_refs<'a>(
     }
     let problem = Problem::wrap_all("could not load referenced config", unresolved.problems);
     (resolved, problem)
+}
+
+/// The Secrets the effective blueprint references that it may not read ([`crate::secret_access`]),
+/// each named once with why; `None` when it may read every one (a missing Secret is not refused: it
+/// is reported as missing).
+pub(crate) fn refused_secrets(
+    effective: &EffectiveBlueprint<'_>,
+    secrets: &BTreeMap<String, ReferencedSecret>,
+    access: &SecretAccess,
+) -> Option<Problem> {
+    let mut named = BTreeSet::new();
+    let problems = references(effective)
+        .filter_map(|(_, entry)| entry.secret_ref.map(|reference| reference.name.as_str()))
+        .filter(|name| named.insert(*name))
+        .filter_map(|name| {
+            let Some(ReferencedSecret::Present { traits, .. }) = secrets.get(name) else { return None };
+            let why = crate::secret_access::refusal(name, traits, access)?;
+            Some(Problem::new(format!("secret \"{name}\" cannot be referenced: {why}")))
+        })
+        .collect();
+    Problem::wrap_all("the blueprint references Secrets it may not read", problems)
 }
 
 /// Resolves every `secretRef`; the problem lists every missing Secret and key.

@@ -26,7 +26,7 @@ fn v3_with_everything() -> Value {
                     "global": [{"key": "fqdn", "configRef": {"name": "global", "key": "fqdn"}}]
                 }
             },
-            "blueprintMask": {"manifest": {"dogus": [{"name": "official/cas", "absent": true}]}, "crRef": {"name": "mask"}}
+            "blueprintMask": {"manifest": {"dogus": [{"name": "official/cas", "absent": true}]}}
         }
     })
 }
@@ -51,7 +51,6 @@ fn v3_fields_move_into_the_annotation_and_come_back() {
     assert_eq!(
         annotation(&v2).unwrap(),
         json!({
-            "blueprintMask": {"crRef": {"name": "mask"}},
             "storageClassNames": [
                 {"dogu": "official/ldap", "occurrence": 0, "storageClassName": "fast"},
                 {"dogu": "official/ldap", "occurrence": 1, "storageClassName": "slow"}
@@ -105,13 +104,81 @@ fn a_v2_edit_that_gives_an_entry_a_value_wins_over_its_kept_reference() {
     );
 }
 
+/// The annotation is the conversion's: one not in its form is refused, naming why (a v2 client that
+/// wrote it by hand learns what to do), rather than stored as an annotation of the v3 object.
 #[test]
-fn an_annotation_that_is_not_ours_is_left_alone() {
+fn an_annotation_that_is_not_ours_is_refused() {
     let v2 = json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Blueprint", "metadata": {"name": "b",
         "annotations": {V3_FIELDS_ANNOTATION: "not json"}}, "spec": {}});
-    let v3 = convert(&v2, ApiVersion::V3).unwrap();
-    assert_eq!(v3["metadata"]["annotations"][V3_FIELDS_ANNOTATION], "not json");
-    assert_eq!(convert(&v3, ApiVersion::V2).unwrap(), v2);
+    let error = convert(&v2, ApiVersion::V3).unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "the annotation blueprint.k8s.cloudogu.com/v3-fields does not hold what v3 allows (expected ident"
+        ),
+        "{error}"
+    );
+    assert!(error.ends_with("remove it, or write the Blueprint through v3"), "{error}");
+}
+
+/// Issue 27, finding 6: a v2 writer forged the annotation to store v3 values that v3's schema and
+/// rules forbid, after which every v3 update of the object (even `kubectl label`) was refused. Values
+/// of a type v3 forbids refuse the conversion (the API server then refuses the write) with a message
+/// naming the field; where v3's rules allow only one of two, what the v2 object says wins, so the v3
+/// object written is one v3 accepts.
+#[test]
+fn a_forged_annotation_is_refused_or_gives_way_to_the_v2_edit() {
+    let forged = |kept: Value, spec: Value| {
+        json!({"apiVersion": "k8s.cloudogu.com/v2", "kind": "Blueprint",
+            "metadata": {"name": "b", "annotations": {V3_FIELDS_ANNOTATION: kept.to_string()}}, "spec": spec})
+    };
+    let spec = json!({"blueprint": {
+        "dogus": [{"name": "official/ldap", "version": "2.6.8-1"}],
+        "config": {"dogus": {"ldap": [{"key": "admin", "absent": true}, {"key": "mail", "sensitive": true}]}}}});
+    for (kept, why) in [
+        (
+            json!({"storageClassNames": [{"dogu": "official/ldap", "occurrence": 0, "storageClassName": {}}]}),
+            "storageClassNames[0].storageClassName must be a string of at most 253 characters",
+        ),
+        (
+            json!({"storageClassNames": [{"dogu": "official/ldap", "occurrence": 0, "storageClassName": "x".repeat(254)}]}),
+            "storageClassNames[0].storageClassName must be a string of at most 253 characters",
+        ),
+        (
+            json!({"configRefs": [{"dogu": "ldap", "key": "admin", "occurrence": 0, "configRef": 12345}]}),
+            "configRefs[0].configRef must be {name: string, key: string}",
+        ),
+        (
+            json!({"configRefs": [{"dogu": "ldap", "key": "admin", "occurrence": 0, "configRef": {"name": "a"}}]}),
+            "configRefs[0].configRef must be {name: string, key: string}: missing field `key`",
+        ),
+        (json!({"blueprintMask": {"crRef": "mask"}}), "blueprintMask.crRef must be {name: string}"),
+        (
+            json!({"blueprintMask": {"manifest": {"dogus": []}}}),
+            "blueprintMask.manifest is not a field v3's mask keeps there",
+        ),
+        (json!({"extra": 1}), "unknown field `extra`"),
+    ] {
+        let error = convert(&forged(kept.clone(), spec.clone()), ApiVersion::V3).unwrap_err();
+        assert!(matches!(error, ConversionError::ForgedV3Fields(_)), "{kept}: {error}");
+        assert!(error.to_string().contains(why), "{kept}: {error}");
+    }
+
+    // `absent` (or `sensitive`) with a kept `configRef`: the v2 entry says absent, and wins.
+    let kept = json!({"configRefs": [
+        {"dogu": "ldap", "key": "admin", "occurrence": 0, "configRef": {"name": "settings", "key": "admin"}},
+        {"dogu": "ldap", "key": "mail", "occurrence": 0, "configRef": {"name": "settings", "key": "mail"}}]});
+    let v3 = convert(&forged(kept, spec.clone()), ApiVersion::V3).unwrap();
+    assert_eq!(
+        v3["spec"]["blueprint"]["config"]["dogus"]["ldap"],
+        json!([{"key": "admin", "absent": true}, {"key": "mail", "sensitive": true}])
+    );
+    // A mask given inline beside a kept `crRef`: the inline mask wins (manifest and crRef exclude
+    // each other in v3).
+    let mut inline = spec.clone();
+    inline["blueprintMask"] = json!({"dogus": []});
+    let v3 = convert(&forged(json!({"blueprintMask": {"crRef": {"name": "mask"}}}), inline), ApiVersion::V3).unwrap();
+    assert_eq!(v3["spec"]["blueprintMask"], json!({"manifest": {"dogus": []}}));
+    assert_eq!(v3["metadata"].get("annotations"), Some(&json!({})), "the annotation is gone");
 }
 
 #[test]

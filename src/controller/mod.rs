@@ -29,7 +29,7 @@ pub use debounce::Debounce;
 use debounce::Debounced;
 use triggers::{Events, Targets};
 
-use crate::caches::{Filled, Stores, slim};
+use crate::caches::{Filled, Kept, Stores, slim};
 use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 use crate::identity::OperatorIdentity;
 use crate::journal::{JournalWriter, Record};
@@ -52,12 +52,20 @@ pub struct Options {
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
 
-/// The watch events of `api`, their objects slimmed before any cache keeps them.
-fn slim_watcher<K>(api: Api<K>, config: watcher::Config) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
+/// The watch events of `api`, their objects slimmed before any cache keeps them, and of Secrets and
+/// ConfigMaps only the labels and annotations `kept`.
+fn slim_watcher<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    kept: Option<Kept>,
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    watcher(api, config).modify(|object| slim(object.meta_mut()))
+    watcher(api, config).modify(move |object| match kept {
+        Some(kept) => kept.apply(object.meta_mut()),
+        None => slim(object.meta_mut()),
+    })
 }
 
 /// A reflector store of another operator's kind and its watch events, if the kind is served; else an
@@ -83,10 +91,39 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
+    reflect_keeping(api, config, None)
+}
+
+/// [`reflect`] of Secrets or ConfigMaps, keeping of their labels and annotations only those `kept`.
+fn reflect_keeping<K>(api: Api<K>, config: watcher::Config, kept: Option<Kept>) -> (Store<K>, Events<K>)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, slim_watcher(api, config)).default_backoff();
+    let stream = reflector::reflector(writer, slim_watcher(api, config, kept)).default_backoff();
     (reader, stream.boxed())
 }
+
+/// A reflector store of the metadata of every object of `api`'s kind, and its watch events: only
+/// metadata crosses the wire (kube asks for `as=PartialObjectMetadata` for `PartialObjectMeta`: never
+/// a Secret's data), listed a page of [`METADATA_PAGE`] objects at a time, and of the metadata only
+/// names and versions are kept.
+fn reflect_metadata<K>(api: Api<PartialObjectMeta<K>>) -> (Store<PartialObjectMeta<K>>, Events<PartialObjectMeta<K>>)
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    reflect_keeping(api, watcher::Config::default().page_size(METADATA_PAGE), Some(Kept::NOTHING))
+}
+
+/// How many objects one list of the metadata caches asks for. Any Secret or ConfigMap of the
+/// namespace is listed, with annotations of up to 256 KiB each (the API server's bound) until they
+/// are dropped: a page is held whole while it is read and decoded (kube holds a response twice, then
+/// decodes it), so its size bounds that memory whatever the number of objects (10 objects: at most
+/// 2.5 MiB of annotations, some 8 MiB while read; measured with 175 KiB each, tests/cluster/caches.rs),
+/// at a list request per 10 objects at the start and at each relist.
+pub const METADATA_PAGE: u32 = 10;
 
 /// How long in-flight reconciles may take to finish once a shutdown began (less than Kubernetes'
 /// default grace period of 30 s, which also has to cover releasing the Lease). kube-runtime's
@@ -105,35 +142,45 @@ pub async fn run_controller(
 ) {
     let namespace = options.namespace.clone();
     let (c, ns) = (client.clone(), namespace.clone());
+    let shutdown = shutdown.shared();
 
     let (blueprint_reader, blueprint_changes) =
         reflect(Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (dogus, dogu_changes) = reflect(Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =
         reflect(Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
-    let (config_maps, config_map_changes) = reflect(
+    let config_objects = Some(Kept::CONFIG_OBJECTS);
+    let (config_maps, config_map_changes) = reflect_keeping(
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::CES_OBJECTS),
+        config_objects,
     );
-    let (health_config, health_changes) = reflect(
+    let (health_config, health_changes) = reflect_keeping(
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().fields(&selector::health_config()),
+        config_objects,
     );
-    let (sensitive_configs, sensitive_changes) = reflect(
+    let (sensitive_configs, sensitive_changes) = reflect_keeping(
         Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
+        config_objects,
     );
     let (blueprint_masks, mask_changes) =
         reflect(Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns), watcher::Config::default());
-    // Metadata only: a referenced Secret's change is noticed without caching any Secret's data.
+    // Metadata only: a referenced Secret's change is noticed without caching any Secret's data, nor
+    // its annotations (`kubectl apply` copies its data into one).
     let (secret_metadata, secret_changes) =
-        reflect(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect_metadata(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns));
     // Likewise every ConfigMap's metadata: a ConfigMap a `configRef` names may be any of them.
     let (config_map_metadata, config_map_metadata_changes) =
-        reflect(Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect_metadata(Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns));
 
-    // Restores and the DebugMode, where their operators' CRDs are installed.
-    let discovered = crate::other_operators::discover(&c).await;
+    // Restores and the DebugMode, where their operators' CRDs are installed. A shutdown meanwhile
+    // (the API server slow to answer at the start) ends it: nothing is in flight yet.
+    let discovered = tokio::select! {
+        discovered = crate::other_operators::discover(&c) => discovered,
+        () = shutdown.clone() => return,
+    };
     let (restores, restore_changes) = reflect_other(&c, &ns, discovered.restore, crate::other_operators::RESTORE);
     let (debug_modes, debug_mode_changes) =
         reflect_other(&c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
@@ -181,6 +228,7 @@ pub async fn run_controller(
     }
     let reconciler = Arc::new(Reconciler { context, journal: options.journal });
     let in_flight = reconciler.context.in_flight.clone();
+    let own_status_writes = reconciler.context.own_status_writes.clone();
 
     // Ready once every cache has listed its objects.
     tokio::spawn({
@@ -196,7 +244,7 @@ pub async fn run_controller(
     // Every change that concerns a Blueprint, through one bounded debounce.
     let targets = Targets::new(blueprint_reader.clone());
     let all = futures::stream::select_all([
-        triggers::blueprint_triggers(blueprint_changes, targets.clone()),
+        triggers::blueprint_triggers(blueprint_changes, targets.clone(), own_status_writes),
         triggers::every_blueprint(dogu_changes, targets.clone(), triggers::any_dogu),
         triggers::every_blueprint(component_changes, targets.clone(), triggers::any_component),
         triggers::every_blueprint(config_map_changes, targets.clone(), triggers::config_object),
@@ -210,7 +258,6 @@ pub async fn run_controller(
     ]);
     let reconcile_requests = Debounced::new(all, options.debounce);
 
-    let shutdown = shutdown.shared();
     // The Blueprints' own watch events reach the controller through `reconcile_requests` (which
     // polls the reflector), so its main stream is empty; kube's debounce is off (ours is bounded).
     let controller = Controller::for_stream(
@@ -226,17 +273,20 @@ pub async fn run_controller(
             tracing::debug!(%error, "controller event");
         }
     });
-    // Once the shutdown began: stop when no reconcile is in flight, or after the grace period.
+    // Once the shutdown began: stop when no reconcile is in flight, or after the grace period (and
+    // only then say that reconciles were cut off).
     let deadline = async move {
         shutdown.await;
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, in_flight.idle()).await;
+        tokio::time::timeout(SHUTDOWN_GRACE, in_flight.idle()).await.is_err()
     };
     tokio::select! {
         () = controller => {}
-        () = deadline => tracing::warn!(
-            grace = ?SHUTDOWN_GRACE,
-            "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
-        ),
+        ran_out = deadline => if ran_out {
+            tracing::warn!(
+                grace = ?SHUTDOWN_GRACE,
+                "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
+            );
+        },
     }
 }
 

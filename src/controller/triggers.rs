@@ -4,6 +4,8 @@
 //!
 //! - a Blueprint created, deleted or with a new `generation` (our own status writes do not count):
 //!   every Blueprint of the namespace, since the number of Blueprints decides whether any is processed;
+//! - a Blueprint whose status someone else changed (a hand edit, `kubectl edit --subresource status`):
+//!   that Blueprint, whose reconcile writes the status back (the status is the operator's alone);
 //! - any change of a Dogu or Component (spec or status: health, installed version, start time), of the
 //!   health config, or of a sensitive-config Secret: every Blueprint;
 //! - a config ConfigMap (global or dogu config): every Blueprint; not the local dogu registry's
@@ -26,10 +28,52 @@ use blueprint_machine::api::{Blueprint, Component, Dogu};
 
 use crate::observe::config_target;
 use crate::observe::decoded::Decoded;
+use crate::reconcile::OwnStatusWrites;
 
 /// A stream of watch events, as the reflectors pass them on.
 pub type Events<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
 type Triggers = BoxStream<'static, ObjectRef<Decoded<Blueprint>>>;
+
+/// What a Blueprint's last watch event showed: its generation and a fingerprint of its status.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    generation: Option<i64>,
+    status: u64,
+}
+
+impl Seen {
+    fn of(blueprint: &Decoded<Blueprint>) -> Seen {
+        let status = blueprint.object().and_then(|b| b.status.as_deref()).map_or(0, fingerprint);
+        Seen { generation: blueprint.meta().generation, status }
+    }
+}
+
+/// What a Blueprint's watch event changed.
+enum Change {
+    /// Created, or a new generation.
+    Generation,
+    /// The status, by someone else (this Blueprint).
+    Status(ObjectRef<Decoded<Blueprint>>),
+    None,
+}
+
+/// A hash of `status` as JSON, without a copy of it (a status may be a megabyte).
+fn fingerprint(status: &blueprint_machine::api::BlueprintStatus) -> u64 {
+    use std::hash::Hasher;
+    struct Hashing(std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(std::collections::hash_map::DefaultHasher::new());
+    let _ = serde_json::to_writer(&mut hashing, status);
+    hashing.0.finish()
+}
 
 /// The Blueprints that changes trigger.
 #[derive(Clone)]
@@ -100,42 +144,58 @@ impl Targets {
 /// reflector makes a list's objects visible in the store only at its `InitDone`, so Blueprints named
 /// from the store while the list is still arriving would be those of before it (none at the start:
 /// a restarted operator would not reconcile until something changed, found on a real API server).
-pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets) -> Triggers {
-    let mut generations: HashMap<ObjectRef<Decoded<Blueprint>>, Option<i64>> = HashMap::new();
+/// And a status changed by anyone but this process (`own`): that Blueprint alone, so that the hand
+/// edit is undone within the debounce, not left until the spec changes.
+pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets, own: OwnStatusWrites) -> Triggers {
+    let mut seen: HashMap<ObjectRef<Decoded<Blueprint>>, Seen> = HashMap::new();
     let mut list_changed = false;
     let mut listed: HashSet<ObjectRef<Decoded<Blueprint>>> = HashSet::new();
     events
         .flat_map(move |event| {
-            let mut newer = |blueprint: &Decoded<Blueprint>| {
+            let mut changed = |blueprint: &Decoded<Blueprint>| {
                 let key = ObjectRef::from_obj(blueprint);
-                let generation = blueprint.meta().generation;
-                generations.insert(key, generation) != Some(generation)
+                let now = Seen::of(blueprint);
+                match seen.insert(key.clone(), now) {
+                    Some(before) if before.generation == now.generation && before.status != now.status => {
+                        let name = blueprint.meta().name.as_deref().unwrap_or_default();
+                        let ours = own.is_ours(name, blueprint.meta().resource_version.as_deref());
+                        if ours { Change::None } else { Change::Status(key) }
+                    }
+                    Some(before) if before.generation == now.generation => Change::None,
+                    _ => Change::Generation,
+                }
             };
-            let changed = match event {
-                Ok(watcher::Event::Apply(blueprint)) => newer(&blueprint),
+            let triggered = match event {
+                Ok(watcher::Event::Apply(blueprint)) => match changed(&blueprint) {
+                    Change::Generation => targets.every(),
+                    Change::Status(key) => vec![key],
+                    Change::None => Vec::new(),
+                },
                 Ok(watcher::Event::InitApply(blueprint)) => {
-                    list_changed |= newer(&blueprint);
+                    list_changed |= !matches!(changed(&blueprint), Change::None);
                     listed.insert(ObjectRef::from_obj(&blueprint));
-                    false
+                    Vec::new()
                 }
                 Ok(watcher::Event::Init) => {
                     list_changed = false;
                     listed.clear();
-                    false
+                    Vec::new()
                 }
                 Ok(watcher::Event::InitDone) => {
                     // A Blueprint deleted while the watch was down is missing from the list.
-                    let before = generations.len();
-                    generations.retain(|key, _| listed.contains(key));
-                    std::mem::take(&mut list_changed) || generations.len() != before
+                    let before = seen.len();
+                    seen.retain(|key, _| listed.contains(key));
+                    let changed = std::mem::take(&mut list_changed) || seen.len() != before;
+                    if changed { targets.every() } else { Vec::new() }
                 }
                 Ok(watcher::Event::Delete(blueprint)) => {
-                    generations.remove(&ObjectRef::from_obj(&blueprint));
-                    true
+                    seen.remove(&ObjectRef::from_obj(&blueprint));
+                    own.forget(blueprint.meta().name.as_deref().unwrap_or_default());
+                    targets.every()
                 }
-                Err(_) => false,
+                Err(_) => Vec::new(),
             };
-            stream::iter(if changed { targets.every() } else { Vec::new() })
+            stream::iter(triggered)
         })
         .boxed()
 }
@@ -232,9 +292,53 @@ mod tests {
     /// The triggers of `events` passed through a reflector into the store the targets read, as the
     /// controller wires them.
     async fn triggered(events: Vec<watcher::Event<Decoded<Blueprint>>>) -> Vec<String> {
+        triggered_with(events, OwnStatusWrites::default()).await
+    }
+
+    async fn triggered_with(events: Vec<watcher::Event<Decoded<Blueprint>>>, own: OwnStatusWrites) -> Vec<String> {
         let (reader, writer) = reflector::store();
         let stream = reflector::reflector(writer, futures::stream::iter(events.into_iter().map(Ok))).boxed();
-        blueprint_triggers(stream, Targets::new(reader)).map(|r| r.name).collect().await
+        blueprint_triggers(stream, Targets::new(reader), own).map(|r| r.name).collect().await
+    }
+
+    /// `blueprint(name, 1)` at `resource_version` with a status whose `Completed` condition says `reason`.
+    fn with_status(name: &str, resource_version: &str, reason: &str) -> Decoded<Blueprint> {
+        let Decoded::Object(mut blueprint) = blueprint(name, 1) else { unreachable!() };
+        let object = Arc::make_mut(&mut blueprint);
+        object.metadata.resource_version = Some(resource_version.into());
+        let condition = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+            type_: "Completed".into(),
+            status: "True".into(),
+            reason: reason.into(),
+            message: String::new(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+            observed_generation: Some(1),
+        };
+        object.status = Some(Arc::new(blueprint_machine::api::BlueprintStatus {
+            conditions: vec![condition],
+            ..Default::default()
+        }));
+        Decoded::Object(blueprint)
+    }
+
+    /// Finding 7 of issue 27: a status set by hand stayed until the spec changed. Someone else's
+    /// status change triggers that Blueprint; the event of our own status write triggers nothing.
+    #[tokio::test]
+    async fn a_status_changed_by_someone_else_triggers_its_blueprint_and_our_own_write_does_not() {
+        let own = OwnStatusWrites::default();
+        own.record("a", "3".into());
+        let events = vec![
+            watcher::Event::Apply(with_status("a", "2", "Completed")),
+            // Our write: a new status, at the resourceVersion our write produced.
+            watcher::Event::Apply(with_status("a", "3", "Applied")),
+            // A hand edit of the status.
+            watcher::Event::Apply(with_status("a", "4", "Tampered")),
+            // A label or annotation edited: the status as it was.
+            watcher::Event::Apply(with_status("a", "5", "Tampered")),
+        ];
+        assert_eq!(triggered_with(events, own).await, ["a", "a"], "created, then the hand edit only");
     }
 
     /// The finding: the list at the start named the Blueprints from a store the reflector fills only

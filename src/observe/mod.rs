@@ -19,11 +19,12 @@ use kube::api::DynamicObject;
 use blueprint_machine::Reading;
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::decision::ConfigTarget;
-use blueprint_machine::naming::HEALTH_CONFIG;
+use blueprint_machine::naming::{HEALTH_CONFIG, label};
 use blueprint_machine::observation::{
     ConfigObservation, DebugModeObservation, DescriptorEntry, Observation, OperatorFacts, ReferencedConfigMap,
     ReferencedSecret, RestoreObservation, SecretDigest, UndecodableObject,
 };
+use blueprint_machine::secret_access::SecretTraits;
 
 use blueprint_machine::config_format::{self, DATA_KEY};
 use blueprint_machine::keys_from_secrets;
@@ -150,7 +151,18 @@ pub fn referenced_secret(secret: Option<&Secret>, digester: &Digester) -> Refere
     for (key, value) in secret.string_data.iter().flatten() {
         keys.insert(key.clone(), digester.digest(value.as_bytes()));
     }
-    ReferencedSecret::Present { keys }
+    ReferencedSecret::Present { keys, traits: secret_traits(secret) }
+}
+
+/// What the machine needs to decide whether a blueprint may read `secret` (D53): its type, and
+/// whether it is opted in or a dogu's sensitive config. Nothing else of it.
+pub fn secret_traits(secret: &Secret) -> SecretTraits {
+    let label = |name: &str| secret.metadata.labels.as_ref().and_then(|labels| labels.get(name)).map(String::as_str);
+    SecretTraits {
+        secret_type: secret.type_.clone().filter(|t| !t.is_empty()),
+        opted_in: label(blueprint_machine::secret_access::OPT_IN_LABEL) == Some("true"),
+        sensitive_config: label(label::CONFIG_TYPE) == Some(label::SENSITIVE_CONFIG_TYPE),
+    }
 }
 
 /// Everything an observation is built from.

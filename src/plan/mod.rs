@@ -46,6 +46,8 @@ pub struct PlanArgs {
     pub allow_replacement: bool,
     /// Feature flags: dependencies the platform provides (see [`crate::identity::OperatorIdentity`]).
     pub provided_dependencies: std::collections::BTreeSet<blueprint_machine::observation::ProvidedDependency>,
+    /// The operator's own Secrets and which Secrets a blueprint may read (D53).
+    pub secret_access: blueprint_machine::secret_access::SecretAccess,
     pub format: Format,
 }
 
@@ -207,6 +209,7 @@ fn observe(
             allow_replacement: args.allow_replacement,
             provided_dependencies: args.provided_dependencies.clone(),
             component: args.component.clone(),
+            secret_access: args.secret_access.clone(),
             ..OperatorFacts::new(namespace, args.operator_version.clone())
         },
         blueprint: Some(Arc::new(blueprint)),

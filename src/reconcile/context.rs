@@ -13,8 +13,8 @@ use kube::runtime::reflector::ObjectRef;
 
 use blueprint_machine::api::Blueprint;
 
-use super::InFlight;
 use super::backoff::BackoffTracker;
+use super::{InFlight, OwnStatusWrites};
 use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
@@ -54,6 +54,8 @@ pub struct Context {
     pub backoff: BackoffTracker,
     /// Reconciles running now: a shutdown waits for them, and only for them.
     pub in_flight: InFlight,
+    /// What this process's status writes produced: their watch events trigger nothing.
+    pub own_status_writes: OwnStatusWrites,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
     /// cache shows the write, the written object is what is observed (read-your-writes). Slimmed like
     /// the cached objects, and dropped once the cache has moved on.
@@ -85,6 +87,7 @@ impl Context {
             metrics,
             backoff: BackoffTracker::default(),
             in_flight: InFlight::default(),
+            own_status_writes: OwnStatusWrites::default(),
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
         }

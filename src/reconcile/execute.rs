@@ -22,7 +22,8 @@ pub(super) async fn execute(context: &Context, observation: &Observation, decisi
         config_maps: context.stores.config_maps.clone(),
         sensitive_configs: context.stores.sensitive_configs.clone(),
     };
-    let executor = Executor::new(context.client.clone(), &context.namespace, stores);
+    let access = observation.operator.secret_access.clone();
+    let executor = Executor::new(context.client.clone(), &context.namespace, stores, access);
     let mut performed = 0;
     let mut failure = None;
     for (index, action) in decision.actions.iter().enumerate() {

@@ -16,6 +16,7 @@ mod context;
 mod execute;
 mod in_flight;
 mod observe;
+mod own_writes;
 mod publish;
 mod requeue;
 mod write_status;
@@ -26,6 +27,7 @@ use blueprint_machine::{Reading, StatusWriteResult};
 
 pub use context::{CACHE_WAIT, Context, ObserveError};
 pub use in_flight::InFlight;
+pub use own_writes::OwnStatusWrites;
 
 use crate::journal::{Execution, FORMAT, Record};
 use crate::metrics::OutcomeLabels;

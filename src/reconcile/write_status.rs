@@ -24,6 +24,9 @@ pub(super) async fn write_status(
     match status::write(&context.client, &context.namespace, name, &patch).await {
         Ok(resource_version) => {
             context.metrics.status_writes.inc();
+            if let Some(version) = &resource_version {
+                context.own_status_writes.record(name, version.clone());
+            }
             context.remember_written(name, version, status::written(blueprint, wanted, resource_version));
             StatusWrite::Written
         }

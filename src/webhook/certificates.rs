@@ -14,6 +14,7 @@
 pub mod ca_bundle;
 pub mod files;
 pub mod self_managed;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -2,9 +2,10 @@
 //! the webhook to convert them for v2 clients (docs/api-versions.md).
 //!
 //! - [`review`] answers a `ConversionReview` from the API server, each object converted by the
-//!   machine's one conversion function, in the order sent. An object that cannot be converted fails the
-//!   whole review with its index and why (the API server then reports the error to the client that
-//!   asked; it never gets a half-converted list). [`router`] serves it as `POST /convert`.
+//!   machine's one conversion function, in the order sent, from its text into the answer. An object
+//!   that cannot be converted fails the whole review with its index and why (the API server then
+//!   reports the error to the client that asked; it never gets a half-converted list). [`router`]
+//!   serves it as `POST /convert`, within a fixed budget of memory and time (issue 27).
 //! - [`tls`] serves a router over HTTPS with a certificate that can be swapped while it serves.
 //! - [`certificates`] says where that certificate comes from: cert-manager's files, or a CA and
 //!   certificate made here and kept in a Secret, the CA written into the CRD's `caBundle`.
@@ -12,58 +13,55 @@
 //!   needs the webhook for every v2 read, whoever leads).
 
 pub mod certificates;
+pub mod review;
 pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
 use axum::routing::post;
-use blueprint_machine::conversion::{ApiVersion, convert};
-use kube::core::Status;
-use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use http::StatusCode;
+use tower::limit::ConcurrencyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 
-/// The answer to one review.
-pub fn review(review: ConversionReview) -> ConversionReview {
-    let request = match ConversionRequest::from_review(review) {
-        Ok(request) => request,
-        Err(error) => {
-            return ConversionResponse::invalid(Status::failure(&error.to_string(), "BadRequest")).into_review();
-        }
-    };
-    let desired = request.desired_api_version.clone();
-    let converted: Result<Vec<_>, String> = match ApiVersion::parse(&desired) {
-        None => Err(format!("desiredAPIVersion {desired:?} is not a served Blueprint version (v2 or v3)")),
-        Some((_, to)) => request
-            .objects
-            .iter()
-            .enumerate()
-            .map(|(index, object)| convert(object, to).map_err(|e| format!("object {index}: {e}")))
-            .collect(),
-    };
-    let response = ConversionResponse::for_request(request);
-    match converted {
-        Ok(objects) => response.success(objects),
-        Err(message) => response.failure(Status::failure(&message, "ConversionFailed")),
-    }
-    .into_review()
-}
+/// The largest review the webhook reads: the largest object the API server can store (etcd's limit
+/// on a request, 1.5 MiB by default, bounds a Blueprint), and room for the review around it. A larger
+/// body is refused (413) before it is read. (A list read through v2 is sent as one review: its
+/// Blueprints together must fit.)
+pub const MAX_REVIEW_BYTES: usize = 1536 * 1024 + 64 * 1024;
+/// Reviews converted at once; more wait for their turn, holding only their connection (their body
+/// is read in their turn). With a conversion's memory a few times its body's, the webhook's memory
+/// beyond its connections stays within a few times [`MAX_REVIEW_BYTES`] for any input.
+pub const CONVERSIONS: usize = 2;
+/// How long one review may take, its wait for a turn and its body's arrival included (408 after
+/// it): a body trickled in cannot hold a turn, nor a waiting connection its place, for longer.
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `POST /convert`: a `ConversionReview` in, the answered one out (a body that is not one: 400).
+/// `POST /convert`: a `ConversionReview` in, the answered one out (a body that is not one: 400; too
+/// large: 413; too slow: 408), within the bounds above.
 pub fn router() -> axum::Router {
-    axum::Router::new().route(
-        "/convert",
-        post(|body: axum::body::Bytes| async move {
-            let (status, answer) = match serde_json::from_slice::<ConversionReview>(&body) {
-                Ok(asked) => (http::StatusCode::OK, serde_json::to_vec(&review(asked))),
-                Err(error) => {
-                    (http::StatusCode::BAD_REQUEST, Ok(format!("not a ConversionReview: {error}").into_bytes()))
-                }
-            };
-            let body = answer.unwrap_or_else(|e| e.to_string().into_bytes());
-            (status, [(http::header::CONTENT_TYPE, "application/json")], body)
-        }),
-    )
+    axum::Router::new()
+        .route(
+            "/convert",
+            post(|body: axum::body::Bytes| async move {
+                // CPU work of milliseconds: off the runtime's threads, which reconcile.
+                let answered = tokio::task::spawn_blocking(move || review::answer(&body)).await;
+                let (status, answer) = answered
+                    .unwrap_or_else(|_| (StatusCode::INTERNAL_SERVER_ERROR, b"the conversion did not finish".to_vec()));
+                (status, [(http::header::CONTENT_TYPE, "application/json")], answer)
+            }),
+        )
+        .layer(DefaultBodyLimit::max(MAX_REVIEW_BYTES))
+        .layer(ConcurrencyLimitLayer::new(CONVERSIONS))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REVIEW_TIMEOUT))
+        // The handler made a route now, its layers with it: without a state given, axum makes a
+        // closure's route (and so a concurrency limit of its own) anew for every request, and the
+        // limit limited nothing (measured: 40 bodies read at once, +57 MB).
+        .with_state(())
 }
 
 /// How `run` serves the webhook (`WEBHOOK_*`; `WEBHOOK_ENABLED=false`: not at all).

@@ -8,16 +8,18 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 /// How long a client may take for its TLS handshake; one that takes longer is disconnected (it would
 /// hold a task and a socket for as long as it liked).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a client may take to send a request's headers on an open connection.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the webhook allows a client (`crate::serve`): 64 connections (the API server keeps a few
+/// alive; each costs rustls' and hyper's buffers, some 50 KiB), 10 s for a request's headers, a read
+/// buffer of 16 KiB. A review's body and its conversion have their own bounds (`super::router`).
+pub const BOUNDS: crate::serve::Bounds =
+    crate::serve::Bounds { connections: 64, headers: Duration::from_secs(10), buffer: 16 * 1024 };
 
 /// Asked at every handshake for a certificate that replaces the current one (`None`: keep it).
 type Newer = Box<dyn Fn() -> Option<Arc<CertifiedKey>> + Send + Sync>;
@@ -95,51 +97,27 @@ pub fn server_config(certificate: Arc<CurrentCertificate>) -> Arc<rustls::Server
 }
 
 /// Serves `router` over HTTPS on `listener` with the certificate `certificate` holds at each
-/// handshake, until it is dropped (its connections with it). A refused handshake (a client that does
-/// not trust the certificate, or a port scan) ends only its connection.
+/// handshake, until it is dropped (its connections with it), within [`BOUNDS`]. A refused handshake
+/// (a client that does not trust the certificate, or a port scan) ends only its connection.
 pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router, certificate: Arc<CurrentCertificate>) {
     let acceptor = tokio_rustls::TlsAcceptor::from(server_config(certificate));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            // A connection ended: forget it.
-            Some(_) = connections.join_next() => continue,
-        };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
-            // One connection's failure (reset before it was accepted).
-            Err(error) if is_connection_error(&error) => continue,
-            // Out of file descriptors, say: trying at once would spin.
-            Err(error) => {
-                tracing::warn!(%error, "the webhook cannot accept a connection; trying again in 1 s");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
+    let handshake: crate::serve::Handshake<_> = Arc::new(move |tcp| {
+        let acceptor = acceptor.clone();
+        Box::pin(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => Some(tls),
+                Ok(Err(error)) => {
+                    handshake_failed(&error);
+                    None
+                }
+                Err(_) => {
+                    tracing::debug!("webhook TLS handshake: timed out");
+                    None
+                }
             }
-        };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        connections.spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => return handshake_failed(&error),
-                Err(_) => return tracing::debug!("webhook TLS handshake: timed out"),
-            };
-            let service = TowerToHyperService::new(router);
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(tls), service)
-                .await;
-            if let Err(error) = served {
-                tracing::debug!(%error, "webhook connection ended with an error");
-            }
-        });
-    }
-}
-
-fn is_connection_error(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    matches!(error.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset)
+        })
+    });
+    crate::serve::serve(listener, router, BOUNDS, handshake).await;
 }
 
 /// A client that refused the certificate says so with an alert: worth a warning (the API server does

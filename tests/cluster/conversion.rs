@@ -19,12 +19,19 @@ const PLURAL: &str = "convertedblueprints";
 
 /// The project's Blueprint CRD in the test's group, serving v2 and v3, converted by `endpoint`.
 fn two_version_crd(endpoint: &str, ca_pem: &str) -> Value {
+    two_version_crd_named(endpoint, ca_pem, GROUP, PLURAL)
+}
+
+/// [`two_version_crd`] in `group` under the plural `plural` (each test a CRD of its own: two CRDs of
+/// one group may not both name the kind Blueprint).
+fn two_version_crd_named(endpoint: &str, ca_pem: &str, group: &str, plural: &str) -> Value {
     let crd = blueprint_operator::crd::blueprint_with_webhook_url(&format!("{endpoint}/convert"), ca_pem);
     let mut crd: Value = serde_json::to_value(crd).unwrap();
-    crd["metadata"]["name"] = json!(format!("{PLURAL}.{GROUP}"));
-    crd["spec"]["group"] = json!(GROUP);
+    crd["metadata"]["name"] = json!(format!("{plural}.{group}"));
+    crd["spec"]["group"] = json!(group);
+    let singular = plural.trim_end_matches('s');
     crd["spec"]["names"] =
-        json!({"kind": "Blueprint", "listKind": "BlueprintList", "plural": PLURAL, "singular": "convertedblueprint"});
+        json!({"kind": "Blueprint", "listKind": "BlueprintList", "plural": plural, "singular": singular});
     crd
 }
 
@@ -180,6 +187,108 @@ async fn the_api_server_converts_through_our_webhook_without_losing_a_field() {
         &admin,
         "DELETE",
         &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}"),
+        None,
+    )
+    .await;
+    webhook.task.abort();
+}
+
+/// Issue 27, finding 6: a v2 writer forged the annotation `blueprint.k8s.cloudogu.com/v3-fields` to
+/// store v3 values that v3's schema and rules forbid (`storageClassName: {}`, `configRef: 12345`,
+/// `absent` with `configRef`, a mask with `manifest` and `crRef`); afterwards every v3 update of the
+/// object, even a label, was refused. Now values of a type v3 forbids make the webhook refuse the
+/// conversion, and the API server the write, with the webhook's message; where v3's rules allow only
+/// one of two, the v2 object's own wins, and the object stays writable through v3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_v3_fields_annotation_is_refused_or_gives_way_and_v3_writes_go_on() {
+    use blueprint_machine::conversion::V3_FIELDS_ANNOTATION;
+    const FORGED: &str = "forgedblueprints";
+    const GROUP: &str = "forged.test.cloudogu.com";
+    let plane = control_plane::shared();
+    let webhook = serve_tls(blueprint_operator::webhook::router()).await;
+    let admin = Rig {
+        server: Server::KubeApiserver(plane),
+        client: plane.client("default").await,
+        namespace: "default".into(),
+    };
+    let crd = two_version_crd_named(&webhook.endpoint, &webhook.ca_pem, GROUP, FORGED);
+    // (Established, its versions served, once a create through it works: below.)
+    request(&admin, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(&crd)).await;
+    let namespace = plane.namespace("forged");
+    let (v2_path, v3_path) = (
+        format!("/apis/{GROUP}/v2/namespaces/{namespace}/{FORGED}"),
+        format!("/apis/{GROUP}/v3/namespaces/{namespace}/{FORGED}"),
+    );
+    let forged = |name: &str, kept: Value, spec: Value| {
+        json!({"apiVersion": format!("{GROUP}/v2"), "kind": "Blueprint",
+               "metadata": {"name": name, "namespace": namespace, "annotations": {V3_FIELDS_ANNOTATION: kept.to_string()}},
+               "spec": spec})
+    };
+    let spec = json!({"displayName": "forged", "blueprint": {"dogus": [{"name": "official/ldap", "version": "2.6.8-1"}],
+        "config": {"dogus": {"ldap": [{"key": "admin", "absent": true}]}}}});
+    // The CRD's versions are served a moment after it is established: wait for a plain v2 create.
+    let plain = json!({"apiVersion": format!("{GROUP}/v2"), "kind": "Blueprint",
+                       "metadata": {"name": "plain", "namespace": namespace}, "spec": spec});
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (code, answer) = admin.call("POST", &v2_path, "application/json", plain.clone()).await;
+        if code == 201 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the v2 create never succeeded: {code}: {answer}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // Values of a type v3 forbids: refused, naming the field.
+    for (name, kept, why) in [
+        (
+            "class",
+            json!({"storageClassNames": [{"dogu": "official/ldap", "occurrence": 0, "storageClassName": {}}]}),
+            "storageClassNames[0].storageClassName must be a string of at most 253 characters",
+        ),
+        (
+            "reference",
+            json!({"configRefs": [{"dogu": "ldap", "key": "admin", "occurrence": 0, "configRef": 12345}]}),
+            "configRefs[0].configRef must be {name: string, key: string}",
+        ),
+    ] {
+        let (code, answer) = admin.call("POST", &v2_path, "application/json", forged(name, kept, spec.clone())).await;
+        assert!(code >= 400, "{name}: stored: {answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(message.contains("conversion webhook") && message.contains(why), "{name}: {answer}");
+        assert!(message.contains("remove it, or write the Blueprint through v3"), "{name}: {answer}");
+    }
+
+    // Where v3 allows only one of two, the v2 object's own wins; the object stays writable through v3.
+    let mut masked = spec.clone();
+    masked["blueprintMask"] = json!({"dogus": []});
+    for (name, kept, spec) in [
+        (
+            "absent",
+            json!({"configRefs": [{"dogu": "ldap", "key": "admin", "occurrence": 0, "configRef": {"name": "c", "key": "k"}}]}),
+            spec.clone(),
+        ),
+        ("mask", json!({"blueprintMask": {"crRef": {"name": "mask"}}}), masked),
+    ] {
+        request(&admin, "POST", &v2_path, Some(&forged(name, kept, spec))).await;
+        let (code, answer) = admin
+            .call(
+                "PATCH",
+                &format!("{v3_path}/{name}"),
+                "application/merge-patch+json",
+                json!({"metadata": {"labels": {"team": "x"}}}),
+            )
+            .await;
+        assert_eq!(code, 200, "{name}: a v3 label refused: {answer}");
+        let spec = &answer["spec"];
+        assert!(spec["blueprint"]["config"]["dogus"]["ldap"][0].get("configRef").is_none(), "{name}: {answer}");
+        assert!(spec.get("blueprintMask").is_none_or(|mask| mask.get("crRef").is_none()), "{name}: {answer}");
+    }
+
+    request(
+        &admin,
+        "DELETE",
+        &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{FORGED}.{GROUP}"),
         None,
     )
     .await;

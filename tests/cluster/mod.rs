@@ -3,6 +3,7 @@
 //! emulator's rules run here too, from their own folders (`sandbox::e2e::on_kube_apiserver`,
 //! `sandbox::emulator::on_kube_apiserver`).
 
+mod caches;
 mod conversion;
 mod crds;
 mod debug_mode;

@@ -34,7 +34,14 @@ async fn a_restore_in_progress_pauses_the_blueprint_until_it_ends() {
     assert_eq!(executable.reason, "RestoreInProgress");
     assert!(executable.message.contains("a restore is in progress (nightly)"), "{}", executable.message);
     assert!(scene.cluster.list("k8s.cloudogu.com/v2", "Dogu", &ns).await.is_empty(), "nothing was applied");
-    let told: Vec<_> = scene.events().await.into_iter().filter(|(reason, _)| reason == "RestoreInProgress").collect();
+    // Events follow the status write (D32): wait (bounded) for the one that says so, then count.
+    let told = |events: Vec<(String, String)>| events.into_iter().filter(|(reason, _)| reason == "RestoreInProgress");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while told(scene.events().await).count() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no RestoreInProgress event: {:?}", scene.events().await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let told: Vec<_> = told(scene.events().await).collect();
     assert_eq!(told.len(), 1, "{told:?}");
 
     // The restore ends: the Blueprint is applied.

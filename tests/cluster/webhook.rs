@@ -155,6 +155,14 @@ async fn ca_bundle(crds: &Api<CustomResourceDefinition>) -> Option<String> {
     Some(String::from_utf8(bundle.0).unwrap())
 }
 
+/// The CRD's `caBundle` set by an admin.
+async fn set_ca_bundle(crds: &Api<CustomResourceDefinition>, pem: &str) {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pem);
+    let patch = json!({"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": encoded}}}}});
+    crds.patch(&crd_name(), &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+}
+
 fn loopback(namespace: &str) -> ServingNames {
     ServingNames::new(SERVICE, namespace, &[SubjectName::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST))])
 }
@@ -214,8 +222,9 @@ async fn the_self_managed_certificate_is_trusted_renewed_and_left_alone_when_goo
     .await;
     let read = as_v2.get("kept").await.unwrap();
     assert_eq!(read.types.unwrap().api_version, format!("{GROUP}/v2"));
-    // Written: the Secret created, the CA patched into the CRD. Nothing else.
-    assert_eq!(writes(&namespace, KEEPER), ["create secrets", "patch customresourcedefinitions"]);
+    // Written: the CA patched into the CRD, then the Secret holding it created (the CRD first: it is
+    // the anchor by which a replica tells its own Secret from a forged one). Nothing else.
+    assert_eq!(writes(&namespace, KEEPER), ["patch customresourcedefinitions", "create secrets"]);
 
     // A second replica starting now reads both and writes nothing.
     let second =
@@ -225,9 +234,11 @@ async fn the_self_managed_certificate_is_trusted_renewed_and_left_alone_when_goo
     assert_eq!(held.ca, material.ca);
     assert_eq!(writes(&namespace, SECOND), Vec::<String>::new());
 
-    // A certificate that expires in 10 days (a year old, say): the keeper sees it, finds it due and
-    // renews it, with a new CA beside the old one.
+    // A certificate that expires in 10 days (a year old, say; its CA trusted by the CRD, as the
+    // operator's own is): the keeper sees it, finds it due and renews it, with a new CA beside the old
+    // one.
     let expiring = issue(&names, now - LIFETIME + SignedDuration::from_hours(24 * 10), None).unwrap();
+    set_ca_bundle(&crds, &expiring.ca).await;
     let mut edited = secrets.get(SECRET).await.unwrap();
     edited.data = Some(expiring.data());
     let edited = secrets.replace(SECRET, &PostParams::default(), &edited).await.unwrap();
@@ -344,6 +355,102 @@ async fn replicas_share_one_certificate_and_a_secret_spoiled_by_hand_is_made_aga
     })
     .await;
     keeping.abort();
+}
+
+/// Issue 27, finding 5: the webhook's Secret replaced by one with an attacker's CA and a certificate
+/// valid for every name was adopted, and within 5 s the CRD's `caBundle` held the attacker's CA: write
+/// access to one namespaced Secret became trust in a cluster-scoped object. Now the CRD is the anchor:
+/// the foreign Secret is replaced, the CRD never carries the attacker's CA (every version of it is
+/// watched), and conversion goes on through the operator's certificate. Likewise an attacker's CA
+/// slipped into `ca.crt` beside the operator's own certificate and key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_ca_in_the_secret_is_replaced_and_never_trusted_by_the_crd() {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+
+    let plane = control_plane::shared();
+    let namespace = plane.namespace("webhook-foreign");
+    // A group of its own: two CRDs of one group may not both name the kind Blueprint.
+    let group = "foreign.test.cloudogu.com";
+    let name = format!("foreignblueprints.{group}");
+    let token = webhook_rights_on(&namespace, &[KEEPER], &name).remove(0);
+    let admin = plane.client(&namespace).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &namespace);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let mut definition = serde_json::to_value(crd(&format!("https://{address}/convert"))).unwrap();
+    definition["metadata"]["name"] = json!(name);
+    definition["spec"]["group"] = json!(group);
+    definition["spec"]["names"] = json!({"kind": "Blueprint", "listKind": "BlueprintList",
+                                         "plural": "foreignblueprints", "singular": "foreignblueprint"});
+    crds.create(&PostParams::default(), &serde_json::from_value(definition).unwrap()).await.unwrap();
+    // Every caBundle the CRD ever holds, from a watch of it (no version is missed).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let watching = tokio::spawn({
+        let (seen, crds) = (seen.clone(), crds.clone());
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        async move {
+            let mut changes = watcher(crds, config).applied_objects().boxed();
+            while let Some(Ok(crd)) = changes.next().await {
+                let bundle = crd.spec.conversion.and_then(|c| c.webhook?.client_config?.ca_bundle);
+                seen.lock().unwrap().push(bundle.map(|b| String::from_utf8(b.0).unwrap()).unwrap_or_default());
+            }
+        }
+    });
+    let current = tls::CurrentCertificate::empty();
+    let server = tokio::spawn(tls::serve(listener, router(), current.clone()));
+    let names = loopback(&namespace);
+    let target = CaBundleTarget::conversion_of(&name);
+    let operator = Client::try_from(plane.config_for(KEEPER, &token, &namespace).await).unwrap();
+    let keeping =
+        tokio::spawn(SelfManaged::new(operator, &namespace, SECRET, names.clone(), target).run(current.clone()));
+    wait_until(Duration::from_secs(60), "a certificate served", || async { current.is_set() }).await;
+    let ours = Material::from_secret(&secrets.get(SECRET).await.unwrap()).unwrap();
+
+    let attackers = issue(&names, Timestamp::now(), None).unwrap();
+    let attacker_ca = certificates(&attackers.ca)[0].clone();
+    let mut slipped = ours.clone();
+    slipped.ca.push_str(&attackers.ca);
+    for forged in [attackers.clone(), slipped] {
+        let mut secret = secrets.get(SECRET).await.unwrap();
+        secret.data = Some(forged.data());
+        let forged_version =
+            secrets.replace(SECRET, &PostParams::default(), &secret).await.unwrap().metadata.resource_version;
+        wait_until(Duration::from_secs(60), "the foreign Secret replaced", || async {
+            let secret = secrets.get(SECRET).await.unwrap();
+            let material = Material::from_secret(&secret).unwrap();
+            secret.metadata.resource_version != forged_version && !certificates(&material.ca).contains(&attacker_ca)
+        })
+        .await;
+        // What the keeper serves now is signed by a CA the CRD holds.
+        wait_until(Duration::from_secs(60), "the replaced certificate served", || async {
+            let bundle = ca_bundle_of(&crds, &name).await.unwrap_or_default();
+            let material = Material::from_secret(&secrets.get(SECRET).await.unwrap()).unwrap();
+            let served = https(&address, &bundle, "127.0.0.1", "GET", "/", "").await;
+            served.is_ok_and(|s| s.certificate == certificates(&material.certificate)[0])
+        })
+        .await;
+    }
+    // A moment for anything late, then every version of the CRD checked.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    keeping.abort();
+    server.abort();
+    watching.abort();
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|bundle| !bundle.is_empty()), "the watch saw the operator's CA written");
+    for bundle in &seen {
+        assert!(!certificates(bundle).contains(&attacker_ca), "the CRD carried the attacker's CA: {seen:?}");
+    }
+    crds.delete(&name, &DeleteParams::default()).await.unwrap();
+    plane.kubectl(&["delete", "clusterrole", &format!("webhook-test-{namespace}")]).unwrap();
+    plane.kubectl(&["delete", "clusterrolebinding", &format!("webhook-test-{namespace}-{KEEPER}")]).unwrap();
+}
+
+async fn ca_bundle_of(crds: &Api<CustomResourceDefinition>, name: &str) -> Option<String> {
+    let crd = crds.get(name).await.unwrap();
+    let bundle = crd.spec.conversion?.webhook?.client_config?.ca_bundle?;
+    Some(String::from_utf8(bundle.0).unwrap())
 }
 
 /// cert-manager mode (`WEBHOOK_CERTIFICATE`): the operator, with only the webhook's rights, makes the

@@ -110,6 +110,11 @@ impl<'o> Run<'o> {
         };
         let (effective, flags) = (&read.effective, read.flags);
         self.effective_blueprint = Some(effective.to_api());
+        // Nothing is read from a Secret the blueprint may not read, not even to compare it (D53).
+        let access = &observation.operator.secret_access;
+        if let Some(refused) = references::refused_secrets(effective, &observation.referenced_secrets, access) {
+            return self.invalid(crate::conditions::reason::FORBIDDEN_SECRET_REFERENCES, refused.to_string());
+        }
 
         // What is observed: validity, health, the diff, and what blocks applying it.
         let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);

@@ -6,5 +6,6 @@ mod dynamic_validation;
 mod effective;
 mod health;
 mod pipeline;
+mod secret_access;
 mod static_validation;
 mod v3;

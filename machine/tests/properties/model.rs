@@ -98,9 +98,10 @@ impl Model {
             .into_iter()
             .map(|name| {
                 let secret = match self.secrets.get(&name) {
-                    Some(keys) => {
-                        ReferencedSecret::Present { keys: keys.iter().map(|(k, v)| (k.clone(), digest(v))).collect() }
-                    }
+                    Some(keys) => ReferencedSecret::Present {
+                        keys: keys.iter().map(|(k, v)| (k.clone(), digest(v))).collect(),
+                        traits: Default::default(),
+                    },
                     None => ReferencedSecret::Missing,
                 };
                 (name, secret)

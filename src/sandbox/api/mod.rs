@@ -8,7 +8,8 @@
 //! 409), PATCH (merge, JSON patch, strategic merge as merge, server-side apply with field managers and
 //! conflicts), DELETE with finalizers, the `/status` subresource (status writes change only status and
 //! vice versa), `generation` bumped only by spec changes, no-op writes that change nothing and emit no
-//! watch event, `managedFields` with their times, and the discovery endpoints kubectl needs.
+//! watch event, `managedFields` with their times, metadata-only lists and watches
+//! (`as=PartialObjectMetadata`), and the discovery endpoints kubectl needs.
 //! Not emulated: admission, schema validation and pruning, RBAC, garbage collection by owner.
 //!
 //! This module holds the emulator, its state and the routing of a request to its handler; one module

@@ -1,6 +1,7 @@
 //! Reads: GET of one object and LIST with label and field selectors and `limit`/`continue`
 //! pagination (410 for a continue token older than the last compaction); a LIST asked for
-//! `as=Table` is answered as a Table (see `tables`).
+//! `as=Table` is answered as a Table (see `tables`); asked for `as=PartialObjectMetadata(List)`
+//! (kube's metadata watcher), with the objects' metadata only.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,9 @@ impl Emulator {
         if wants_table(headers) {
             let version = object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
             return Ok((200, self.table(resource, std::slice::from_ref(&object), json!({"resourceVersion": version}))));
+        }
+        if wants_metadata(headers) {
+            return Ok((200, partial_metadata(&object)));
         }
         Ok((200, object))
     }
@@ -90,11 +94,31 @@ impl Emulator {
         if wants_table(headers) {
             return Ok((200, self.table(resource, &items, metadata)));
         }
+        if wants_metadata(headers) {
+            let items: Vec<Value> = items.iter().map(partial_metadata).collect();
+            let kind = "PartialObjectMetadataList";
+            return Ok((
+                200,
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": kind, "metadata": metadata, "items": items}),
+            ));
+        }
         Ok((
             200,
             json!({"apiVersion": resource.api_version(), "kind": format!("{}List", resource.kind), "metadata": metadata, "items": items}),
         ))
     }
+}
+
+/// Whether the client asked for objects' metadata only (`as=PartialObjectMetadata` or
+/// `as=PartialObjectMetadataList`): what the API server then sends of every object, Secrets' data never.
+pub(super) fn wants_metadata(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    accept.is_some_and(|accept| accept.contains("as=PartialObjectMetadata"))
+}
+
+/// `object` as a `PartialObjectMetadata`: its metadata alone.
+pub(super) fn partial_metadata(object: &Value) -> Value {
+    json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": object["metadata"]})
 }
 
 /// Whether the client asked for `as=Table` (kubectl's `get`).

@@ -2,7 +2,8 @@
 //! label and field selectors, `sendInitialEvents` and its end bookmark, periodic bookmarks,
 //! `timeoutSeconds`, an ERROR 410 when the version is older than the last compaction, and an end
 //! whenever the fault controls drop the watches. Asked for `as=Table` (`kubectl get -w`), each event's
-//! object is a Table of its one row, with the same columns as the LIST's.
+//! object is a Table of its one row, with the same columns as the LIST's; asked for
+//! `as=PartialObjectMetadata`, its metadata alone.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -31,6 +32,7 @@ impl Emulator {
         headers: &HeaderMap,
     ) -> Response<Body> {
         let as_table = super::reads::wants_table(headers);
+        let as_metadata = super::reads::wants_metadata(headers);
         let labels = match LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or("")) {
             Ok(l) => l,
             Err(e) => return error_response(&ApiError::new(400, "BadRequest", e)),
@@ -91,6 +93,9 @@ impl Emulator {
                         json!({"resourceVersion": version}),
                     );
                     return Ok(watch_line(event_type, &table));
+                }
+                if as_metadata && matches!(event_type, "ADDED" | "MODIFIED" | "DELETED") {
+                    return Ok(watch_line(event_type, &super::reads::partial_metadata(object)));
                 }
                 Ok(watch_line(event_type, object))
             };

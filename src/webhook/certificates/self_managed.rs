@@ -2,14 +2,17 @@
 //! Secret of the operator's namespace (`WEBHOOK_SECRET`), which every replica uses, and the CA is
 //! written into the CRD's `caBundle` ([`super::ca_bundle`]).
 //!
-//! - At the start a replica reads the Secret and does what [`decide`] says: keeps it, creates it (two
-//!   replicas may race: the loser's create meets `AlreadyExists` and it uses the winner's), or replaces
-//!   it (an update conditional on the `resourceVersion` read: a conflict reads it again). Then the CA
-//!   goes into the CRD (if it differs), and only then is the certificate served.
+//! - At the start a replica reads the Secret and the CRD's `caBundle` and does what
+//!   [`decide_trusted`] says: keeps it (its CAs are all in the CRD already), creates it (two replicas
+//!   may race: the loser's create meets `AlreadyExists` and it reads again), or replaces it (expiring,
+//!   spoiled, or foreign: a CA the CRD does not trust; an update conditional on the `resourceVersion`
+//!   read: a conflict reads again). A new CA goes into the CRD before the Secret that holds it, and
+//!   only then is the certificate served.
 //! - While running, nothing polls: a watch of that one Secret (a field selector on its name) shows
 //!   every replica a renewal another made, and one timer sleeps until this certificate is due for
 //!   renewal (30 days before it or its CA expires; plus up to [`JITTER`] so that replicas do not all
-//!   renew at once). A Secret deleted or spoiled by hand is made again at once.
+//!   renew at once). A Secret deleted, spoiled or replaced by hand is made again at once; a CA the CRD
+//!   does not trust is never written into it (issue 27).
 //! - A renewal makes a new CA and keeps the previous one in `ca.crt` beside it: the CRD trusts both
 //!   before any replica serves the new certificate (each replica writes the CA into the CRD before it
 //!   switches), so replicas still serving the old one are trusted meanwhile.
@@ -31,7 +34,8 @@ use kube::{Api, Client};
 use rustls::sign::CertifiedKey;
 
 use super::ca_bundle::{self, CaBundleTarget};
-use super::{Decision, Material, ServingNames, adoptable, assess, decide, issue};
+use super::trust::{Trusted, adoptable_trusted, decide_trusted};
+use super::{Decision, Material, ServingNames, assess, issue};
 use crate::webhook::tls::CurrentCertificate;
 
 /// The renewal timer fires up to this much after the renewal is due (each replica at its own random
@@ -115,13 +119,16 @@ impl SelfManaged {
         self
     }
 
-    /// Once: the Secret read and kept, made or replaced as [`decide`] says; its CA written into the
-    /// CRD. What to serve, and when to renew it.
+    /// Once: the Secret read and kept, made or replaced as [`decide_trusted`] says; its CA written
+    /// into the CRD. What to serve, and when to renew it. A CA made here goes into the CRD *before*
+    /// the Secret holding it is written: the CRD is the anchor by which every replica tells the
+    /// operator's material from anyone else's ([`super::trust`]).
     pub async fn ensure(&self) -> Result<Held, CertificateError> {
         for _ in 0..ATTEMPTS {
             let read = self.secrets.get_opt(&self.secret).await.map_err(|e| self.secret_error("read", e))?;
+            let trusted = self.trusted().await?;
             let now = (self.clock)();
-            let written = match decide(read.as_ref(), &self.names, now) {
+            let written = match decide_trusted(read.as_ref(), &self.names, now, &trusted) {
                 Decision::Keep(assessment) => {
                     let material = read.as_ref().map(Material::from_secret).and_then(Result::ok);
                     let held = Held {
@@ -130,11 +137,12 @@ impl SelfManaged {
                         key: assessment.key.clone(),
                         renew_at: assessment.renew_at(),
                     };
-                    self.trust(&held).await?;
+                    self.trust(&held.ca).await?;
                     return Ok(held);
                 }
                 Decision::Create => {
-                    let material = issue(&self.names, now, None)?;
+                    let material = issue(&self.names, now, trusted.current(now).as_deref())?;
+                    self.trust(&material.ca).await?;
                     match self.secrets.create(&PostParams::default(), &self.new_secret(&material)).await {
                         Ok(created) => {
                             tracing::info!(secret = %self.secret, "created the webhook's certificate and CA");
@@ -146,7 +154,9 @@ impl SelfManaged {
                     }
                 }
                 Decision::Replace { resource_version, reason, previous_ca } => {
-                    let material = issue(&self.names, now, previous_ca.as_deref())?;
+                    let previous = previous_ca.or_else(|| trusted.current(now));
+                    let material = issue(&self.names, now, previous.as_deref())?;
+                    self.trust(&material.ca).await?;
                     let mut replaced = read.expect("only a Secret that was read is replaced");
                     replaced.data = Some(material.data());
                     replaced.string_data = None;
@@ -164,14 +174,12 @@ impl SelfManaged {
             };
             let (secret, material) = written;
             let assessment = assess(&material, &self.names, now).map_err(CertificateError::Unusable)?;
-            let held = Held {
+            return Ok(Held {
                 resource_version: resource_version(Some(&secret)),
                 ca: material.ca,
                 key: assessment.key.clone(),
                 renew_at: assessment.renew_at(),
-            };
-            self.trust(&held).await?;
-            return Ok(held);
+            });
         }
         Err(CertificateError::Contended { namespace: self.namespace.clone(), name: self.secret.clone() })
     }
@@ -227,14 +235,26 @@ impl SelfManaged {
         }
     }
 
-    /// A Secret the watch shows: another replica's renewal (served once its CA is in the CRD), or a
-    /// hand edit that does not serve (replaced).
+    /// A Secret the watch shows: another replica's renewal (served once its CA is in the CRD: it
+    /// is, the other replica wrote it there first), or anything else, a hand edit or a foreign CA
+    /// (replaced).
     async fn changed(&self, held: &Held, secret: &Secret) -> Option<Held> {
         let version = resource_version(Some(secret));
         if version == held.resource_version {
             return None;
         }
-        match adoptable(secret, &self.names, (self.clock)()) {
+        let mut wait = FIRST_RETRY;
+        let trusted = loop {
+            match self.trusted().await {
+                Ok(trusted) => break trusted,
+                Err(error) => {
+                    tracing::error!(%error, retry_in = ?wait, "cannot tell whether the changed webhook Secret is the operator's");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(LAST_RETRY);
+                }
+            }
+        };
+        match adoptable_trusted(secret, &self.names, (self.clock)(), &trusted) {
             Ok(assessment) => {
                 if !assessment.missing.is_empty() {
                     let missing: Vec<String> = assessment.missing.iter().map(ToString::to_string).collect();
@@ -244,7 +264,7 @@ impl SelfManaged {
                 let renew_at = assessment.renew_at();
                 let next = Held { resource_version: version, ca, key: assessment.key, renew_at };
                 let mut wait = FIRST_RETRY;
-                while let Err(error) = self.trust(&next).await {
+                while let Err(error) = self.trust(&next.ca).await {
                     tracing::error!(%error, retry_in = ?wait, "the renewed webhook certificate is not served until its CA is in the CRD");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(LAST_RETRY);
@@ -253,7 +273,7 @@ impl SelfManaged {
                 Some(next)
             }
             Err(reason) => {
-                tracing::warn!(secret = %self.secret, %reason, "the webhook's Secret was changed and does not serve: replacing it");
+                tracing::warn!(secret = %self.secret, %reason, "the webhook's Secret was changed and is not taken: replacing it");
                 Some(self.ensure_until_done().await)
             }
         }
@@ -274,11 +294,18 @@ impl SelfManaged {
         }
     }
 
-    /// The CA of `held` in the CRD.
-    async fn trust(&self, held: &Held) -> Result<(), CertificateError> {
-        ca_bundle::inject(&self.crds, &self.target, &held.ca)
+    /// `ca` (a `ca.crt` this process made, or one the CRD trusts already) in the CRD.
+    async fn trust(&self, ca: &str) -> Result<(), CertificateError> {
+        ca_bundle::inject(&self.crds, &self.target, ca)
             .await
             .map(|_| ())
+            .map_err(|source| CertificateError::CaBundle { crd: self.target.crd.clone(), source })
+    }
+
+    /// What the CRD trusts now.
+    async fn trusted(&self) -> Result<Trusted, CertificateError> {
+        super::trust::read(&self.crds, &self.target)
+            .await
             .map_err(|source| CertificateError::CaBundle { crd: self.target.crd.clone(), source })
     }
 

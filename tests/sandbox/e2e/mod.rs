@@ -6,6 +6,7 @@
 
 mod faults;
 mod scenarios;
+mod security;
 
 use std::collections::BTreeMap;
 use std::ops::{Deref, DerefMut};
@@ -281,47 +282,51 @@ async fn assert_no_duplicates_or_losses(scene: &Scene) {
 }
 
 /// Each scenario as two tests: `on_the_emulator::<scenario>` (paused clock) and
-/// `on_kube_apiserver::<scenario>` (the shared real control plane, a namespace of its own).
+/// `on_kube_apiserver::<scenario>` (the shared real control plane, a namespace of its own). The
+/// scenarios are named with their module.
 macro_rules! on_both_backends {
-    ($($scenario:ident),* $(,)?) => {
+    ($($module:ident: [$($scenario:ident),* $(,)?]),* $(,)?) => {
         mod on_the_emulator {
-            $(
+            $($(
                 #[tokio::test(start_paused = true)]
                 async fn $scenario() {
-                    super::scenarios::$scenario(super::On::Emulator).await;
+                    super::$module::$scenario(super::On::Emulator).await;
                 }
-            )*
+            )*)*
         }
         mod on_kube_apiserver {
-            $(
+            $($(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     if std::env::var_os("E2E_LOG").is_some() {
                         let _ = tracing_subscriber::fmt().with_env_filter(std::env::var("E2E_LOG").unwrap()).try_init();
                     }
-                    super::scenarios::$scenario(super::On::KubeApiserver).await;
+                    super::$module::$scenario(super::On::KubeApiserver).await;
                 }
-            )*
+            )*)*
         }
     };
 }
 
 on_both_backends!(
-    a_fresh_install_completes_within_a_request_budget,
-    descriptors_come_from_memory_then_the_local_registry_never_the_network_again,
-    an_unavailable_registry_requeues_until_it_answers,
-    after_completion_reconciles_write_nothing_and_emit_nothing,
-    an_upgrade_pauses_dogus_before_their_config_changes,
-    the_operator_upgrades_itself_before_anything_else,
-    an_unhealthy_dogu_blocks_and_the_ecosystem_recovers,
-    a_stopped_blueprint_shows_its_diff_and_writes_nothing,
-    a_config_change_waits_for_the_restart,
-    a_second_blueprint_stops_all_changes_until_it_is_gone,
-    drift_is_corrected_after_completion,
-    a_forbidden_downgrade_stays_not_executable,
-    an_invalid_blueprint_is_reported_and_nothing_is_applied,
-    converges_when_the_operator_restarts_at_any_point,
-    a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_applied,
-    a_referenced_config_map_feeds_the_config_and_its_edits_are_applied,
-    a_secret_value_fills_the_normal_config_and_is_never_shown,
+    scenarios: [
+        a_fresh_install_completes_within_a_request_budget,
+        descriptors_come_from_memory_then_the_local_registry_never_the_network_again,
+        an_unavailable_registry_requeues_until_it_answers,
+        after_completion_reconciles_write_nothing_and_emit_nothing,
+        an_upgrade_pauses_dogus_before_their_config_changes,
+        the_operator_upgrades_itself_before_anything_else,
+        an_unhealthy_dogu_blocks_and_the_ecosystem_recovers,
+        a_stopped_blueprint_shows_its_diff_and_writes_nothing,
+        a_config_change_waits_for_the_restart,
+        a_second_blueprint_stops_all_changes_until_it_is_gone,
+        drift_is_corrected_after_completion,
+        a_forbidden_downgrade_stays_not_executable,
+        an_invalid_blueprint_is_reported_and_nothing_is_applied,
+        converges_when_the_operator_restarts_at_any_point,
+        a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_applied,
+        a_referenced_config_map_feeds_the_config_and_its_edits_are_applied,
+        a_secret_value_fills_the_normal_config_and_is_never_shown,
+    ],
+    security: [a_blueprint_cannot_read_the_operators_or_helms_secrets, a_status_changed_by_hand_is_restored],
 );

@@ -178,6 +178,7 @@ on_both_servers!(
     tables_use_printer_columns,
     tables_of_built_in_kinds,
     secret_string_data_becomes_data,
+    metadata_only_lists_and_watches_carry_no_data,
     protobuf_bodies_create_config_maps_and_secrets,
     openapi_v3_serves_the_crds_schemas,
     a_reflector_follows_changes,

@@ -352,6 +352,43 @@ pub async fn secret_string_data_becomes_data(rig: Rig) {
     assert_eq!(secret["type"], "Opaque");
 }
 
+/// Kubernetes rule: a client asking for metadata only (`as=PartialObjectMetadataList`, kube's
+/// `PartialObjectMeta`, what the operator's metadata caches list and watch) gets each object's metadata
+/// and nothing of its data, a list of them paged as any list.
+pub async fn metadata_only_lists_and_watches_carry_no_data(rig: Rig) {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::core::PartialObjectMeta;
+    for name in ["a", "b"] {
+        let secret =
+            json!({"metadata": {"name": name, "annotations": {"note": "kept"}}, "stringData": {"password": "hidden"}});
+        assert_eq!(rig.call("POST", &rig.secrets(), JSON, secret).await.0, 201);
+    }
+    let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let (code, body) = rig.send("GET", &format!("{}?limit=1", rig.secrets()), &[("accept", accept)], Value::Null).await;
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (code, &list["kind"], &list["apiVersion"]),
+        (200, &json!("PartialObjectMetadataList"), &json!("meta.k8s.io/v1"))
+    );
+    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
+    assert_eq!(list["items"][0]["metadata"]["annotations"]["note"], "kept");
+    assert!(list["metadata"]["continue"].as_str().is_some_and(|c| !c.is_empty()), "paged: {list}");
+    let text = String::from_utf8_lossy(&body);
+    assert!(!text.contains("aGlkZGVu") && !text.contains("hidden"), "no data: {text}");
+    // kube's metadata watcher: a reflector of metadata only, filled through it.
+    let api = Api::<PartialObjectMeta<Secret>>::namespaced(rig.client.clone(), &rig.namespace);
+    let (reader, writer) = reflector::store();
+    let mut events = reflector::reflector(writer, watcher(api, watcher::Config::default().page_size(1))).boxed();
+    // The store shows the list once it is complete.
+    while reader.state().len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.next()).await.unwrap().unwrap().unwrap();
+        if let watcher::Event::InitApply(secret) = event {
+            assert_eq!(secret.metadata.annotations.unwrap()["note"], "kept");
+        }
+    }
+    assert_eq!(reader.state().len(), 2);
+}
+
 /// kube-runtime's watcher keeps a reflector store in sync (the emulator-only `controls` test adds the
 /// relist after a 410).
 pub async fn a_reflector_follows_changes(rig: Rig) {

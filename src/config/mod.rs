@@ -1,5 +1,9 @@
 //! The operator's settings, from the environment (as upstream's chart sets them).
 
+mod webhook;
+
+pub use webhook::DEFAULT_SECRET as DEFAULT_WEBHOOK_SECRET;
+
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -8,9 +12,9 @@ use std::time::Duration;
 use crate::controller::Debounce;
 use crate::descriptors::{CacheSettings, RemoteSettings, UrlSchema};
 use crate::identity::{OperatorIdentity, default_own_versions};
-use crate::webhook::certificates::SubjectName;
-use crate::webhook::{CertificateSource, WebhookSettings};
+use crate::webhook::WebhookSettings;
 use blueprint_machine::observation::ProvidedDependency;
+use blueprint_machine::secret_access::{SecretAccess, SecretReferences};
 
 /// A setting that is missing or does not parse; the message is one line and names the setting.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -96,6 +100,11 @@ pub const ENVIRONMENT: &[(&str, &str, &str)] = &[
     ("LEADER_ELECT", "true", "hold a Lease so that one replica reconciles"),
     ("POD_NAME", "HOSTNAME", "this replica's identity in the Lease and in events"),
     ("HOSTNAME", "(set by the container)", "the identity when POD_NAME is not set"),
+    (
+        "SECRET_REFERENCES",
+        "all-but-protected",
+        "which Secrets a blueprint may read: all-but-protected, or labelled-only (labelled blueprint-operator.k8s.cloudogu.com/referenceable=true)",
+    ),
     ("WEBHOOK_ENABLED", "true", "serve the Blueprint conversion webhook (v2 clients need it)"),
     ("WEBHOOK_BIND_ADDRESS", "0.0.0.0:9443", "the conversion webhook (HTTPS)"),
     ("WEBHOOK_CERT_DIR", "(none: self-managed)", "a folder with tls.crt and tls.key (cert-manager's Secret)"),
@@ -147,7 +156,8 @@ impl Settings {
             text.parse().map_err(|e| SettingsError::Invalid { name, problem: format!("{text:?}: {e}") })
         };
         let leader_election = boolean(&lookup, "LEADER_ELECT", true)?;
-        let operator = identity(&lookup)?;
+        let mut operator = identity(&lookup)?;
+        operator.secret_access = secret_access(&lookup)?;
         let duration = |name: &'static str, default: Duration| -> Result<Duration, SettingsError> {
             match lookup(name) {
                 None => Ok(default),
@@ -156,7 +166,7 @@ impl Settings {
         };
         let registry = registry_settings(&lookup, duration("DOGU_REGISTRY_TIMEOUT", Duration::from_secs(10))?)?;
         let webhook_address = address("WEBHOOK_BIND_ADDRESS", "0.0.0.0:9443")?;
-        let webhook = webhook(&lookup, webhook_address)?;
+        let webhook = webhook::webhook(&lookup, webhook_address)?;
         let descriptor_cache = CacheSettings {
             capacity: match lookup("DESCRIPTOR_CACHE_SIZE") {
                 None => CacheSettings::default().capacity,
@@ -198,71 +208,18 @@ fn boolean(lookup: &impl Fn(&str) -> Option<String>, name: &'static str, default
     }
 }
 
-/// The webhook's settings: every `WEBHOOK_*` variable is read and checked, also when it is disabled.
-/// With `WEBHOOK_CERT_DIR`, the variables of the self-managed certificate are refused (they would
-/// silently not apply).
-fn webhook(
-    lookup: &impl Fn(&str) -> Option<String>,
-    address: SocketAddr,
-) -> Result<Option<WebhookSettings>, SettingsError> {
-    let enabled = boolean(lookup, "WEBHOOK_ENABLED", true)?;
-    let directory = lookup("WEBHOOK_CERT_DIR").map(PathBuf::from);
-    let name = |variable: &'static str, default: &str, kind: &str, valid: fn(&str) -> bool| {
-        let given = lookup(variable);
-        match &given {
-            Some(text) if !valid(text) => {
-                Err(SettingsError::Invalid { name: variable, problem: format!("{text:?} is not {kind}") })
-            }
-            _ => Ok((given.is_some(), given.unwrap_or_else(|| default.to_owned()))),
-        }
+/// Which Secrets a blueprint may read (`SECRET_REFERENCES`, D53); the operator's own is the webhook's
+/// (`WEBHOOK_SECRET`, whether or not the webhook is served: a Secret left from before is still its).
+fn secret_access(lookup: &impl Fn(&str) -> Option<String>) -> Result<SecretAccess, SettingsError> {
+    let mode = match lookup("SECRET_REFERENCES") {
+        None => SecretReferences::default(),
+        Some(text) => SecretReferences::parse(&text).ok_or_else(|| SettingsError::Invalid {
+            name: "SECRET_REFERENCES",
+            problem: format!("{text:?} is neither all-but-protected nor labelled-only"),
+        })?,
     };
-    let (secret_given, secret) =
-        name("WEBHOOK_SECRET", "blueprint-operator-webhook-cert", "a Secret's name", is_dns_subdomain)?;
-    let (_, service) = name("WEBHOOK_SERVICE", "blueprint-operator-webhook", "a Service's name", is_dns_label)?;
-    let (_, certificate) = name("WEBHOOK_CERTIFICATE", "", "a Certificate's name", is_dns_subdomain)?;
-    let certificate = (!certificate.is_empty()).then_some(certificate);
-    let extra_names = match lookup("WEBHOOK_EXTRA_NAMES") {
-        None => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .filter(|part| !part.trim().is_empty())
-            .map(SubjectName::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|problem| SettingsError::Invalid { name: "WEBHOOK_EXTRA_NAMES", problem })?,
-    };
-    let certificate = match directory {
-        Some(directory) => {
-            let self_managed = [("WEBHOOK_SECRET", secret_given), ("WEBHOOK_EXTRA_NAMES", !extra_names.is_empty())];
-            if let Some((name, _)) = self_managed.iter().find(|(_, given)| *given) {
-                return Err(SettingsError::Invalid {
-                    name,
-                    problem: "set for the self-managed certificate, but WEBHOOK_CERT_DIR names certificate files (cert-manager's): set one of them".into(),
-                });
-            }
-            CertificateSource::Files { directory, certificate, service }
-        }
-        None if certificate.is_some() => {
-            return Err(SettingsError::Invalid {
-                name: "WEBHOOK_CERTIFICATE",
-                problem: "names cert-manager's Certificate, but WEBHOOK_CERT_DIR (its files) is not set".into(),
-            });
-        }
-        None => CertificateSource::SelfManaged { secret, service, extra_names },
-    };
-    Ok(enabled.then_some(WebhookSettings { address, certificate }))
-}
-
-/// A DNS-1123 subdomain: what Kubernetes accepts as a Secret's name.
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253 && name.split('.').all(is_dns_label)
-}
-
-/// A DNS-1123 label: lower-case letters, digits and `-`, at most 63, neither first nor last a `-`.
-fn is_dns_label(name: &str) -> bool {
-    (1..=63).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
+    let own = lookup("WEBHOOK_SECRET").unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned());
+    Ok(SecretAccess { own: [own].into(), mode })
 }
 
 fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity, SettingsError> {
@@ -300,7 +257,14 @@ fn identity(lookup: &impl Fn(&str) -> Option<String>) -> Result<OperatorIdentity
     .map(|(dependency, name)| Ok(boolean(lookup, name, false)?.then_some(dependency)))
     .filter_map(Result::transpose)
     .collect::<Result<_, SettingsError>>()?;
-    Ok(OperatorIdentity { version, component, own_versions, allow_replacement, provided_dependencies })
+    Ok(OperatorIdentity {
+        version,
+        component,
+        own_versions,
+        allow_replacement,
+        provided_dependencies,
+        secret_access: SecretAccess::default(),
+    })
 }
 
 fn debounce(lookup: &impl Fn(&str) -> Option<String>) -> Result<Debounce, SettingsError> {
@@ -463,6 +427,19 @@ mod tests {
         assert!(error.to_string().contains("DOGU_REGISTRY_URLSCHEMA"), "{error}");
         let error = settings(&[("NAMESPACE", "x"), ("DESCRIPTOR_CACHE_SIZE", "0")]).unwrap_err();
         assert!(error.to_string().contains("DESCRIPTOR_CACHE_SIZE"), "{error}");
+        let error = settings(&[("NAMESPACE", "x"), ("SECRET_REFERENCES", "labelled")]).unwrap_err();
+        assert!(error.to_string().contains("SECRET_REFERENCES is invalid: \"labelled\" is neither"), "{error}");
+    }
+
+    /// D53: the webhook's Secret is the operator's own (also under another name); the mode is read.
+    #[test]
+    fn the_secrets_a_blueprint_may_read() {
+        let s = settings(&[("NAMESPACE", "x")]).unwrap();
+        assert_eq!(s.operator.secret_access.mode, SecretReferences::AllButProtected);
+        assert_eq!(s.operator.secret_access.own, ["blueprint-operator-webhook-cert".to_owned()].into());
+        let s = settings(&[("NAMESPACE", "x"), ("WEBHOOK_SECRET", "cert"), ("SECRET_REFERENCES", "labelled-only")]);
+        let access = s.unwrap().operator.secret_access;
+        assert_eq!((access.mode, access.own), (SecretReferences::LabelledOnly, ["cert".to_owned()].into()));
     }
 
     /// `run --help` lists exactly what the settings read.
@@ -560,107 +537,6 @@ mod tests {
         let endpoint = ("DOGU_REGISTRY_ENDPOINT", "https://dogu.example.com");
         let s = settings(&[("NAMESPACE", "x"), endpoint, ("DOGU_REGISTRY_URLSCHEMA", "Index\n")]).unwrap();
         assert_eq!(s.registry.unwrap().schema, UrlSchema::Index);
-    }
-
-    #[test]
-    fn the_webhook_settings() {
-        let s = settings(&[("NAMESPACE", "x")]).unwrap();
-        let webhook = s.webhook.unwrap();
-        assert_eq!(webhook.address, "0.0.0.0:9443".parse().unwrap());
-        assert_eq!(
-            webhook.certificate,
-            CertificateSource::SelfManaged {
-                secret: "blueprint-operator-webhook-cert".into(),
-                service: "blueprint-operator-webhook".into(),
-                extra_names: vec![],
-            }
-        );
-        let s = settings(&[
-            ("NAMESPACE", "x"),
-            ("WEBHOOK_BIND_ADDRESS", ":8443"),
-            ("WEBHOOK_SECRET", "my-cert"),
-            ("WEBHOOK_EXTRA_NAMES", "127.0.0.1, webhook.example.com,"),
-        ])
-        .unwrap();
-        let webhook = s.webhook.unwrap();
-        assert_eq!(webhook.address.port(), 8443);
-        let CertificateSource::SelfManaged { secret, extra_names, .. } = webhook.certificate else { panic!() };
-        assert_eq!(secret, "my-cert");
-        assert_eq!(
-            extra_names,
-            [SubjectName::parse("127.0.0.1").unwrap(), SubjectName::parse("webhook.example.com").unwrap()]
-        );
-        let s = settings(&[("NAMESPACE", "x"), ("WEBHOOK_CERT_DIR", "/tmp/k8s-webhook-server/serving-certs")]).unwrap();
-        assert_eq!(
-            s.webhook.unwrap().certificate,
-            CertificateSource::Files {
-                directory: "/tmp/k8s-webhook-server/serving-certs".into(),
-                certificate: None,
-                service: "blueprint-operator-webhook".into(),
-            }
-        );
-        let s = settings(&[
-            ("NAMESPACE", "x"),
-            ("WEBHOOK_CERT_DIR", "/certs"),
-            ("WEBHOOK_CERTIFICATE", "blueprint-operator-webhook"),
-            ("WEBHOOK_SERVICE", "bp-webhook"),
-        ])
-        .unwrap();
-        assert_eq!(
-            s.webhook.unwrap().certificate,
-            CertificateSource::Files {
-                directory: "/certs".into(),
-                certificate: Some("blueprint-operator-webhook".into()),
-                service: "bp-webhook".into(),
-            }
-        );
-        assert_eq!(settings(&[("NAMESPACE", "x"), ("WEBHOOK_ENABLED", "false")]).unwrap().webhook, None);
-
-        for (pairs, message) in [
-            (
-                vec![("WEBHOOK_ENABLED", "no")],
-                "environment variable WEBHOOK_ENABLED is invalid: \"no\" is not a boolean",
-            ),
-            (vec![("WEBHOOK_BIND_ADDRESS", "9443")], "environment variable WEBHOOK_BIND_ADDRESS is invalid"),
-            (
-                vec![("WEBHOOK_SECRET", "My_Cert")],
-                "environment variable WEBHOOK_SECRET is invalid: \"My_Cert\" is not a Secret's name",
-            ),
-            (
-                vec![("WEBHOOK_SERVICE", "a.b")],
-                "environment variable WEBHOOK_SERVICE is invalid: \"a.b\" is not a Service's name",
-            ),
-            (
-                vec![("WEBHOOK_EXTRA_NAMES", "127.0.0.1,not a name")],
-                "environment variable WEBHOOK_EXTRA_NAMES is invalid: \"not a name\" is neither an IP address nor a DNS name",
-            ),
-            (
-                vec![("WEBHOOK_CERT_DIR", "/certs"), ("WEBHOOK_SECRET", "c")],
-                "environment variable WEBHOOK_SECRET is invalid: set for the self-managed certificate, but WEBHOOK_CERT_DIR",
-            ),
-            (
-                vec![("WEBHOOK_CERT_DIR", "/certs"), ("WEBHOOK_EXTRA_NAMES", "::1")],
-                "environment variable WEBHOOK_EXTRA_NAMES is invalid: set for",
-            ),
-            (
-                vec![("WEBHOOK_CERTIFICATE", "blueprint-operator-webhook")],
-                "environment variable WEBHOOK_CERTIFICATE is invalid: names cert-manager's Certificate, but WEBHOOK_CERT_DIR",
-            ),
-            (
-                vec![("WEBHOOK_CERT_DIR", "/certs"), ("WEBHOOK_CERTIFICATE", "Not_A_Name")],
-                "environment variable WEBHOOK_CERTIFICATE is invalid: \"Not_A_Name\" is not a Certificate's name",
-            ),
-            // Checked also when the webhook is off: a bad value is never silently ignored.
-            (
-                vec![("WEBHOOK_ENABLED", "false"), ("WEBHOOK_SERVICE", "-x")],
-                "environment variable WEBHOOK_SERVICE is invalid",
-            ),
-        ] {
-            let mut pairs = pairs;
-            pairs.push(("NAMESPACE", "x"));
-            let error = settings(&pairs).unwrap_err().to_string();
-            assert!(error.starts_with(message), "{error}");
-        }
     }
 
     #[test]
