@@ -397,6 +397,15 @@ fn the_webhook_is_wired_in_every_mode() {
     assert!(ports(&objects).iter().all(|p| p["name"] != "webhook"));
     let policy = find(&objects, "NetworkPolicy", "k8s-blueprint-operator");
     assert_eq!(policy["spec"]["ingress"].as_array().unwrap().len(), 1, "the metrics port only");
+
+    // The webhook's port admitted from the control plane's addresses only, where they are named.
+    let objects = render(&["manager.networkPolicies.webhookFrom[0].ipBlock.cidr=10.0.0.0/24"]);
+    let policy = find(&objects, "NetworkPolicy", "k8s-blueprint-operator");
+    let rules = policy["spec"]["ingress"].as_array().unwrap();
+    let webhook = rules.iter().find(|r| r["ports"][0]["port"] == "webhook").unwrap();
+    assert_eq!(webhook["from"], serde_json::json!([{"ipBlock": {"cidr": "10.0.0.0/24"}}]));
+    let metrics = rules.iter().find(|r| r["ports"][0]["port"] == "metrics").unwrap();
+    assert!(metrics.get("from").is_none(), "metrics from anywhere: {metrics}");
 }
 
 /// A missing helm fails the chart's tests with the command that builds it, not with a bare "No such
