@@ -125,6 +125,7 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         health_config: None,
         restores: Vec::new(),
         debug_mode: None,
+        reconcile_request: None,
     }
 }
 

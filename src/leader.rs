@@ -27,6 +27,10 @@ use tokio::time::Instant;
 
 use blueprint_machine::naming::FIELD_MANAGER;
 
+/// The Lease's annotation naming the version of the operator that holds it (the leader: the one that
+/// acts), renewed with every renewal: what `blueprint-operator version` reports of the cluster.
+pub const VERSION_ANNOTATION: &str = "blueprint-operator.k8s.cloudogu.com/version";
+
 /// How long a Lease holds, and how the leader keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseTiming {
@@ -78,14 +82,23 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    /// Starts campaigning for the Lease `name` in `namespace` as `identity`.
-    pub fn start(client: Client, namespace: &str, name: &str, identity: &str, timing: LeaseTiming) -> Self {
+    /// Starts campaigning for the Lease `name` in `namespace` as `identity`, running `version` (which
+    /// the Lease shows while this replica holds it: `blueprint-operator version`).
+    pub fn start(
+        client: Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        version: &str,
+        timing: LeaseTiming,
+    ) -> Self {
         let (sender, valid_until) = watch::channel(None);
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let elector = Elector {
             api: Api::namespaced(client, namespace),
             name: name.to_owned(),
             identity: identity.to_owned(),
+            version: version.to_owned(),
             timing,
             observed: None,
             valid_until: sender,
@@ -157,6 +170,7 @@ struct Elector {
     api: Api<Lease>,
     name: String,
     identity: String,
+    version: String,
     timing: LeaseTiming,
     observed: Option<Observed>,
     valid_until: watch::Sender<Option<Instant>>,
@@ -205,7 +219,11 @@ impl Elector {
         let duration_seconds = i32::try_from(self.timing.duration.as_secs()).unwrap_or(i32::MAX);
         let Some(lease) = self.api.get_opt(&self.name).await? else {
             let lease = Lease {
-                metadata: ObjectMeta { name: Some(self.name.clone()), ..Default::default() },
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    annotations: Some([(VERSION_ANNOTATION.to_owned(), self.version.clone())].into()),
+                    ..Default::default()
+                },
                 spec: Some(LeaseSpec {
                     holder_identity: Some(self.identity.clone()),
                     lease_duration_seconds: Some(duration_seconds),
@@ -241,7 +259,10 @@ impl Elector {
         }
         let transitions = spec.lease_transitions.unwrap_or(0) + i32::from(!ours);
         let patch = json!({
-            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "metadata": {
+                "resourceVersion": lease.metadata.resource_version,
+                "annotations": {VERSION_ANNOTATION: self.version},
+            },
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": duration_seconds,

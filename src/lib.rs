@@ -3,8 +3,10 @@
 //! executes and wires.
 
 pub mod allocator;
+pub mod blueprint_commands;
 pub mod caches;
 pub mod cli;
+pub mod completions;
 pub mod config;
 pub mod controller;
 pub mod convert;
@@ -29,5 +31,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod status;
 pub mod status_command;
+pub mod storage_version;
 pub mod telemetry;
+pub mod version_command;
 pub mod webhook;

@@ -40,8 +40,15 @@ impl Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventLine {
+    /// The Event object's name: what tells two events apart (their notes may be the same).
+    #[serde(skip)]
+    pub name: String,
     /// RFC 3339, as the API server gave it (may be empty).
     pub time: String,
+    /// The Blueprint's generation the event is about (the operator's label); `None` for events of
+    /// operators that did not label them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
     #[serde(rename = "type")]
     pub type_: String,
     pub reason: String,
@@ -56,13 +63,37 @@ impl EventLine {
             .into_iter()
             .find(|t| !t.is_empty())
             .unwrap_or_default();
+        let generation = event
+            .pointer("/metadata/labels")
+            .and_then(|labels| labels.get(crate::publish::GENERATION_LABEL))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|g| g.parse().ok());
         EventLine {
+            name: text("/metadata/name").into(),
             time: time.to_owned(),
+            generation,
             type_: text("/type").into(),
             reason: text("/reason").into(),
             note: text("/note").into(),
         }
     }
+}
+
+/// The events about Blueprint `name` (not the namespace's others: a Service's `ClusterIPNotAllocated`
+/// is no news about a Blueprint), oldest first.
+pub fn blueprint_events<'e>(events: impl IntoIterator<Item = &'e serde_json::Value>, name: &str) -> Vec<EventLine> {
+    let about = |event: &serde_json::Value| {
+        let regarding = &event["regarding"];
+        regarding["kind"] == "Blueprint" && regarding["name"] == name
+    };
+    let mut lines: Vec<EventLine> = events.into_iter().filter(|e| about(e)).map(EventLine::from_json).collect();
+    lines.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.name.cmp(&b.name)));
+    lines
+}
+
+/// Of `events`, those about `generation` (and those whose generation is not known).
+pub fn of_generation(events: Vec<EventLine>, generation: i64) -> Vec<EventLine> {
+    events.into_iter().filter(|e| e.generation.is_none_or(|g| g == generation)).collect()
 }
 
 pub fn condition<'b>(blueprint: &'b Blueprint, type_: &str) -> Option<&'b Condition> {
@@ -197,14 +228,15 @@ pub use blueprint_machine::events::one_line;
 #[derive(Debug, Default)]
 pub struct Changes {
     conditions: BTreeMap<String, (String, String, String)>,
-    events_seen: usize,
+    /// The events shown (or skipped) already, by name.
+    events_seen: BTreeSet<String>,
     busy: BTreeSet<String>,
 }
 
 impl Changes {
-    /// The first `count` events are not news (a watch that starts late shows only the recent ones).
-    pub fn skip_events(&mut self, count: usize) {
-        self.events_seen = self.events_seen.max(count);
+    /// These events are not news (a watch that starts late shows only the recent ones).
+    pub fn skip_events(&mut self, events: &[EventLine]) {
+        self.events_seen.extend(events.iter().map(|e| e.name.clone()));
     }
 
     pub fn lines(&mut self, blueprint: Option<&Blueprint>, busy: &[String], events: &[EventLine]) -> Vec<String> {
@@ -229,10 +261,11 @@ impl Changes {
             }
         }
         self.busy = now;
-        for event in events.iter().skip(self.events_seen) {
-            lines.push(format!("event {}", event_line(event)));
+        for event in events {
+            if self.events_seen.insert(event.name.clone()) {
+                lines.push(format!("event {}", event_line(event)));
+            }
         }
-        self.events_seen = self.events_seen.max(events.len());
         lines
     }
 }
@@ -396,7 +429,14 @@ mod tests {
     fn changes_print_what_is_new_once() {
         let mut changes = Changes::default();
         let b = with_conditions(blueprint(SPEC), &[("Completed", "False", "StateDiffHasChanges", "applying")]);
-        let event = EventLine { time: String::new(), type_: "Normal".into(), reason: "X".into(), note: "y".into() };
+        let event = EventLine {
+            name: "e1".into(),
+            time: String::new(),
+            generation: None,
+            type_: "Normal".into(),
+            reason: "X".into(),
+            note: "y".into(),
+        };
         let busy = vec!["dogu redmine: installing 5.1.8-1".to_owned()];
         let first = changes.lines(Some(&b), &busy, std::slice::from_ref(&event));
         assert_eq!(
@@ -415,11 +455,39 @@ mod tests {
         );
     }
 
+    /// The finding: the sandbox on a real API server printed a Service's `ClusterIPNotAllocated`.
+    #[test]
+    fn only_the_blueprints_events_of_its_generation_are_shown() {
+        let event = |name: &str, kind: &str, regarding: &str, generation: Option<&str>| {
+            let labels = generation.map(|g| serde_json::json!({crate::publish::GENERATION_LABEL: g}));
+            serde_json::json!({
+                "metadata": {"name": name, "labels": labels},
+                "eventTime": format!("2026-12-04T10:00:0{}Z", name.len()),
+                "regarding": {"kind": kind, "name": regarding},
+                "type": "Normal", "reason": "R", "note": name,
+            })
+        };
+        let events = [
+            event("a", "Service", "kubernetes", None),
+            event("bb", "Blueprint", "blueprint-ces", Some("1")),
+            event("ccc", "Blueprint", "other", Some("2")),
+            event("dddd", "Blueprint", "blueprint-ces", Some("2")),
+            event("eeeee", "Blueprint", "blueprint-ces", None),
+        ];
+        let about = blueprint_events(&events, "blueprint-ces");
+        assert_eq!(about.iter().map(|e| e.note.as_str()).collect::<Vec<_>>(), ["bb", "dddd", "eeeee"]);
+        let current = of_generation(about, 2);
+        assert_eq!(current.iter().map(|e| e.note.as_str()).collect::<Vec<_>>(), ["dddd", "eeeee"]);
+        assert_eq!(current[0].generation, Some(2));
+    }
+
     #[test]
     fn every_line_of_the_view_is_one_line_per_item() {
         let b = with_conditions(blueprint(SPEC), &[("Completed", "False", "StateDiffHasChanges", "a\nb")]);
         let event = EventLine {
+            name: "e1".into(),
             time: String::new(),
+            generation: None,
             type_: "Normal".into(),
             reason: "StateDiffDetermined".into(),
             note: "state diff determined:\n  1 dogu action".into(),

@@ -199,8 +199,14 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     }
 
     // The Lease is kept with its own client; everything else writes only while this replica leads.
-    let mut leadership =
-        Leadership::start(client, &settings.namespace, LEASE, &settings.identity, LeaseTiming::default());
+    let mut leadership = Leadership::start(
+        client,
+        &settings.namespace,
+        LEASE,
+        &settings.identity,
+        &settings.operator.version,
+        LeaseTiming::default(),
+    );
     tracing::info!(identity = %settings.identity, "waiting to lead");
     let mut terminated = terminated;
     tokio::select! {

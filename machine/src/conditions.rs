@@ -37,6 +37,9 @@ pub mod reason {
     pub const MULTIPLE_BLUEPRINTS: &str = "MultipleBlueprints";
     pub const HEALTHY: &str = "Healthy";
     pub const UNHEALTHY: &str = "Unhealthy";
+    /// Ours: `EcosystemHealthy=False` while every unhealthy dogu and component is being installed,
+    /// upgraded or restarted: the apply in progress, not a fault (D55).
+    pub const APPLY_IN_PROGRESS: &str = "ApplyInProgress";
     pub const CANNOT_CHECK_HEALTH: &str = "CannotCheckHealth";
     pub const AWAIT_SELF_UPGRADE: &str = "AwaitSelfUpgrade";
     pub const COMPLETED: &str = "Completed";
@@ -156,6 +159,17 @@ impl Conditions {
             (None, Some(_)) => true,
             _ => false,
         }
+    }
+
+    /// Whether the condition is now `status` with `reason`, and was not before this reconcile.
+    pub fn became(&self, type_: &str, status: Status, reason: &str) -> bool {
+        let is = |c: Option<&Condition>| c.is_some_and(|c| c.status == status.as_str() && c.reason == reason);
+        is(self.get(type_)) && !is(self.stored(type_))
+    }
+
+    /// Whether the condition was `status` with `reason` before this reconcile.
+    pub fn was(&self, type_: &str, status: Status, reason: &str) -> bool {
+        self.stored(type_).is_some_and(|c| c.status == status.as_str() && c.reason == reason)
     }
 
     /// Whether the condition's status differs from the stored one (a transition in the Kubernetes sense).

@@ -25,6 +25,10 @@ pub struct Decision {
     #[serde(default)]
     pub events: Vec<Event>,
     pub requeue: Requeue,
+    /// The value of the reconcile request this decision handles (see `reconcile_request`): the shell
+    /// remembers it once the decision's status is the stored one, and starts its backoff afresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled_request: Option<String>,
 }
 
 /// Where a blueprint stands, derived afresh from every observation; the conditions are its public

@@ -26,6 +26,8 @@ pub mod reason {
     pub const AWAIT_SELF_UPGRADE: &str = "AwaitSelfUpgrade";
     pub const SELF_UPGRADE_COMPLETED: &str = "SelfUpgradeCompleted";
     pub const COMPLETED: &str = "Completed";
+    /// Ours: a reconcile asked for by hand was handled (D56).
+    pub const RECONCILE_REQUESTED: &str = "ReconcileRequested";
 }
 
 pub const STOPPED_MESSAGE: &str = "Blueprint is set as stopped and will not be applied. Remove flag to continue";

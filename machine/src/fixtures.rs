@@ -157,6 +157,8 @@ pub struct Scenario {
     pub referenced_config_maps: BTreeMap<String, crate::observation::ReferencedConfigMap>,
     /// The operator's own Secrets and which Secrets a blueprint may read.
     pub secret_access: crate::secret_access::SecretAccess,
+    /// A reconcile asked for by hand.
+    pub reconcile_request: Option<crate::reconcile_request::ReconcileRequest>,
 }
 
 /// A `BlueprintMask` named `name` in `NAMESPACE` with this spec (YAML).
@@ -197,6 +199,7 @@ impl Scenario {
             blueprint_masks: Vec::new(),
             referenced_config_maps: BTreeMap::new(),
             debug_mode: None,
+            reconcile_request: None,
             secret_access: Default::default(),
         }
     }
@@ -341,6 +344,15 @@ impl Scenario {
     }
 
     /// The debug-mode operator's `DebugMode` in `phase`.
+    /// The Blueprint's reconcile annotation is `requested_at`; `last_handled` the value handled last.
+    pub fn with_reconcile_request(mut self, requested_at: &str, last_handled: Option<&str>) -> Self {
+        self.reconcile_request = Some(crate::reconcile_request::ReconcileRequest {
+            requested_at: requested_at.into(),
+            last_handled: last_handled.map(Into::into),
+        });
+        self
+    }
+
     pub fn with_debug_mode(mut self, phase: Option<&str>) -> Self {
         self.debug_mode = Some(crate::observation::DebugModeObservation { phase: phase.map(Into::into) });
         self
@@ -432,6 +444,7 @@ impl Scenario {
             health_config: self.health_config.clone(),
             restores: self.restores.clone(),
             debug_mode: self.debug_mode.clone(),
+            reconcile_request: self.reconcile_request.clone(),
         }
     }
 

@@ -1,11 +1,17 @@
 //! Ecosystem health: every Dogu CR and every Component CR must report `available`, and every required
 //! component (from the health config) must be installed. The ignore flags drop a whole side.
+//!
+//! An unhealthy object is either *at work* (being installed, upgraded, or restarted for a config
+//! write: the dogu or component operator is busy with it, usually because of this blueprint's apply)
+//! or *faulty* (it runs what its CR asks for and still is not available, or it is missing). Only a
+//! faulty one is a fault worth a Warning (docs/differences.md D55).
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use crate::model::{Flags, Installed};
+use crate::observation::Observation;
 use crate::problem::Problem;
 
 const AVAILABLE: &str = "available";
@@ -13,20 +19,54 @@ const AVAILABLE: &str = "available";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Health {
     Healthy,
-    Unhealthy {
-        dogus: Vec<String>,
-        components: Vec<String>,
-    },
+    Unhealthy(Unhealthy),
     /// Health could not be determined (the health config is malformed).
     Unknown(Problem),
 }
 
+/// The unhealthy dogus and components, by name, sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Unhealthy {
+    pub dogus: Vec<String>,
+    pub components: Vec<String>,
+    /// Of those, the ones their operator is busy with (installing, upgrading, restarting).
+    pub at_work: Vec<String>,
+}
+
+impl Unhealthy {
+    /// Every unhealthy object is at work: the apply in progress explains the unhealthiness.
+    pub(crate) fn all_at_work(&self) -> bool {
+        self.dogus.iter().chain(&self.components).all(|name| self.at_work.contains(name))
+    }
+
+    /// The lines of the condition's message: one per side that has unhealthy objects.
+    pub(crate) fn summary(&self) -> String {
+        summary(&self.dogus, &self.components)
+    }
+
+    /// The same, of the faulty objects only (the Warning names those).
+    pub(crate) fn faulty_summary(&self) -> String {
+        let faulty =
+            |names: &[String]| -> Vec<String> { names.iter().filter(|n| !self.at_work.contains(n)).cloned().collect() };
+        summary(&faulty(&self.dogus), &faulty(&self.components))
+    }
+}
+
+/// `  2 dogu(s) are unhealthy: a, b` and `  1 component(s) are unhealthy: c`, a side without any left
+/// out (upstream prints `0 component(s) are unhealthy: ` with nothing after the colon).
+fn summary(dogus: &[String], components: &[String]) -> String {
+    let mut lines = Vec::new();
+    if !dogus.is_empty() {
+        lines.push(format!("  {} dogu(s) are unhealthy: {}", dogus.len(), dogus.join(", ")));
+    }
+    if !components.is_empty() {
+        lines.push(format!("  {} component(s) are unhealthy: {}", components.len(), components.join(", ")));
+    }
+    lines.join("\n")
+}
+
 impl Health {
-    pub(crate) fn evaluate(
-        installed: &Installed<'_>,
-        health_config: Option<&BTreeMap<String, String>>,
-        flags: Flags,
-    ) -> Self {
+    pub(crate) fn evaluate(installed: &Installed<'_>, observation: &Observation, flags: Flags) -> Self {
         let dogus: Vec<String> = if flags.ignore_dogu_health {
             Vec::new()
         } else {
@@ -35,7 +75,7 @@ impl Health {
         let components: Vec<String> = if flags.ignore_component_health {
             Vec::new()
         } else {
-            let required = match required_components(health_config) {
+            let required = match required_components(observation.health_config.as_ref()) {
                 Ok(required) => required,
                 Err(problem) => return Health::Unknown(problem),
             };
@@ -51,22 +91,27 @@ impl Health {
             unhealthy
         };
         if dogus.is_empty() && components.is_empty() {
-            Health::Healthy
-        } else {
-            Health::Unhealthy { dogus, components }
+            return Health::Healthy;
         }
+        let dogus_at_work = dogus.iter().filter(|name| dogu_at_work(installed, observation, name));
+        let components_at_work = components.iter().filter(|name| component_at_work(installed, name));
+        let at_work = dogus_at_work.chain(components_at_work).cloned().collect();
+        Health::Unhealthy(Unhealthy { dogus, components, at_work })
     }
+}
 
-    /// The names listed in the unhealthy message.
-    pub(crate) fn unhealthy_summary(dogus: &[String], components: &[String]) -> String {
-        format!(
-            "  {} dogu(s) are unhealthy: {}\n  {} component(s) are unhealthy: {}",
-            dogus.len(),
-            dogus.join(", "),
-            components.len(),
-            components.join(", ")
-        )
-    }
+/// The dogu operator is busy with this dogu: it does not run its CR's version yet (installing,
+/// upgrading), or it started before the last write of its config (the restart that write causes is
+/// due). A dogu whose CR cannot be read is not known to be at work.
+fn dogu_at_work(installed: &Installed<'_>, observation: &Observation, name: &str) -> bool {
+    let Some(dogu) = installed.dogus.get(name) else { return false };
+    dogu.installed_version.as_ref() != Some(&dogu.version) || crate::up_to_date::awaits_restart(dogu, observation)
+}
+
+/// The component operator is busy with this component: it does not run its CR's version yet. A
+/// required component without a CR is missing, not at work.
+fn component_at_work(installed: &Installed<'_>, name: &str) -> bool {
+    installed.components.get(name).is_some_and(|c| c.installed_version.as_ref() != Some(&c.version))
 }
 
 #[derive(Deserialize)]

@@ -28,6 +28,7 @@ pub mod fixtures;
 pub mod keys_from_secrets;
 pub mod naming;
 pub mod observation;
+pub mod reconcile_request;
 pub mod secret_access;
 
 mod diff;

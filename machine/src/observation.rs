@@ -69,6 +69,9 @@ pub struct Observation {
     /// The debug-mode operator's `DebugMode` named `debug-mode`, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_mode: Option<DebugModeObservation>,
+    /// A reconcile asked for by hand (the Blueprint's annotation), with the one handled last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile_request: Option<crate::reconcile_request::ReconcileRequest>,
 }
 
 /// An object that exists but does not fit its type.

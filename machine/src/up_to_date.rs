@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::model::Installed;
+use crate::model::{Installed, InstalledDogu};
 use crate::observation::Observation;
 use crate::validation::EffectiveBlueprint;
 
@@ -13,7 +13,6 @@ pub(crate) fn stale_dogus(
     installed: &Installed,
     observation: &Observation,
 ) -> Vec<String> {
-    let global_updated = observation.global_config.last_updated();
     let mut stale: Vec<String> = effective
         .wanted_dogus()
         .filter(|target| {
@@ -21,21 +20,25 @@ pub(crate) fn stale_dogus(
             let Some(dogu) = installed.dogus.get(name.as_str()) else {
                 return true;
             };
-            if dogu.installed_version.as_ref() != Some(&dogu.version) {
-                return true;
-            }
-            // A config object that does not exist has no time and makes nothing stale.
-            let config_times = [
-                global_updated,
-                observation.dogu_configs.get(name).and_then(|c| c.last_updated()),
-                observation.sensitive_configs.get(name).and_then(|c| c.last_updated()),
-            ];
-            config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at, updated))
+            dogu.installed_version.as_ref() != Some(&dogu.version) || awaits_restart(dogu, observation)
         })
         .map(|target| target.name.simple.clone())
         .collect();
     stale.sort();
     stale
+}
+
+/// Whether the dogu started before the last write of its config (global, its own, its sensitive):
+/// the restart that write causes is still to come. A config object that does not exist has no time
+/// and makes nothing stale.
+pub(crate) fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation) -> bool {
+    let name = dogu.name.simple.as_str();
+    let config_times = [
+        observation.global_config.last_updated(),
+        observation.dogu_configs.get(name).and_then(|c| c.last_updated()),
+        observation.sensitive_configs.get(name).and_then(|c| c.last_updated()),
+    ];
+    config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at, updated))
 }
 
 /// Whether every wanted dogu runs the version its Dogu CR asks for (config times aside).

@@ -6,6 +6,8 @@
 //!   every Blueprint of the namespace, since the number of Blueprints decides whether any is processed;
 //! - a Blueprint whose status someone else changed (a hand edit, `kubectl edit --subresource status`):
 //!   that Blueprint, whose reconcile writes the status back (the status is the operator's alone);
+//! - a Blueprint whose reconcile annotation changed (`blueprint-operator reconcile`): that Blueprint,
+//!   at once, past any backoff it is in (kube-runtime keeps the earlier of two scheduled times);
 //! - any change of a Dogu or Component (spec or status: health, installed version, start time), of the
 //!   health config, or of a sensitive-config Secret: every Blueprint;
 //! - a config ConfigMap (global or dogu config): every Blueprint; not the local dogu registry's
@@ -34,17 +36,20 @@ use crate::reconcile::OwnStatusWrites;
 pub type Events<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
 type Triggers = BoxStream<'static, ObjectRef<Decoded<Blueprint>>>;
 
-/// What a Blueprint's last watch event showed: its generation and a fingerprint of its status.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// What a Blueprint's last watch event showed: its generation, a fingerprint of its status, and its
+/// reconcile request.
+#[derive(Clone, PartialEq, Eq)]
 struct Seen {
     generation: Option<i64>,
     status: u64,
+    requested_at: Option<String>,
 }
 
 impl Seen {
     fn of(blueprint: &Decoded<Blueprint>) -> Seen {
         let status = blueprint.object().and_then(|b| b.status.as_deref()).map_or(0, fingerprint);
-        Seen { generation: blueprint.meta().generation, status }
+        let requested_at = blueprint.object().and_then(|b| crate::reconcile::requested_at(b)).map(str::to_owned);
+        Seen { generation: blueprint.meta().generation, status, requested_at }
     }
 }
 
@@ -52,8 +57,8 @@ impl Seen {
 enum Change {
     /// Created, or a new generation.
     Generation,
-    /// The status, by someone else (this Blueprint).
-    Status(ObjectRef<Decoded<Blueprint>>),
+    /// The status, by someone else, or a new reconcile request (this Blueprint).
+    This(ObjectRef<Decoded<Blueprint>>),
     None,
 }
 
@@ -155,11 +160,15 @@ pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets, 
             let mut changed = |blueprint: &Decoded<Blueprint>| {
                 let key = ObjectRef::from_obj(blueprint);
                 let now = Seen::of(blueprint);
-                match seen.insert(key.clone(), now) {
+                match seen.insert(key.clone(), now.clone()) {
+                    // A reconcile asked for by hand: at once, whatever else changed with it.
+                    Some(before) if before.generation == now.generation && before.requested_at != now.requested_at => {
+                        Change::This(key)
+                    }
                     Some(before) if before.generation == now.generation && before.status != now.status => {
                         let name = blueprint.meta().name.as_deref().unwrap_or_default();
                         let ours = own.is_ours(name, blueprint.meta().resource_version.as_deref());
-                        if ours { Change::None } else { Change::Status(key) }
+                        if ours { Change::None } else { Change::This(key) }
                     }
                     Some(before) if before.generation == now.generation => Change::None,
                     _ => Change::Generation,
@@ -168,7 +177,7 @@ pub fn blueprint_triggers(events: Events<Decoded<Blueprint>>, targets: Targets, 
             let triggered = match event {
                 Ok(watcher::Event::Apply(blueprint)) => match changed(&blueprint) {
                     Change::Generation => targets.every(),
-                    Change::Status(key) => vec![key],
+                    Change::This(key) => vec![key],
                     Change::None => Vec::new(),
                 },
                 Ok(watcher::Event::InitApply(blueprint)) => {
@@ -339,6 +348,30 @@ mod tests {
             watcher::Event::Apply(with_status("a", "5", "Tampered")),
         ];
         assert_eq!(triggered_with(events, own).await, ["a", "a"], "created, then the hand edit only");
+    }
+
+    /// `blueprint-operator reconcile`: a new value of the reconcile annotation triggers that Blueprint
+    /// (kube-runtime keeps the earlier of its scheduled times: past any backoff); the same value, or
+    /// another annotation, does not.
+    #[tokio::test]
+    async fn a_reconcile_request_triggers_its_blueprint() {
+        let annotated = |version: &str, annotations: &[(&str, &str)]| {
+            let mut object = with_status("a", version, "Completed");
+            if let Decoded::Object(blueprint) = &mut object {
+                let blueprint = Arc::make_mut(blueprint);
+                blueprint.metadata.annotations =
+                    Some(annotations.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+            }
+            object
+        };
+        let request = blueprint_machine::reconcile_request::ANNOTATION;
+        let events = vec![
+            watcher::Event::Apply(annotated("2", &[])),
+            watcher::Event::Apply(annotated("3", &[(request, "2026-12-04T10:00:00Z")])),
+            watcher::Event::Apply(annotated("4", &[(request, "2026-12-04T10:00:00Z"), ("other", "x")])),
+            watcher::Event::Apply(annotated("5", &[(request, "2026-12-04T10:05:00Z")])),
+        ];
+        assert_eq!(triggered_with(events, OwnStatusWrites::default()).await, ["a", "a", "a"]);
     }
 
     /// The finding: the list at the start named the Blueprints from a store the reflector fills only

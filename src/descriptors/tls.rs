@@ -10,18 +10,23 @@ use rustls_pki_types::pem::PemObject;
 
 use crate::files::FileError;
 
+/// The setting that names the extra CA file: every problem with the file names it, so that the
+/// administrator knows what to fix (`DOGU_REGISTRY_CA_FILE=/dev/zero` once said only "the CA file
+/// /dev/zero: larger than 4 MiB").
+const CA_SETTING: &str = "DOGU_REGISTRY_CA_FILE";
+
 /// Why the registry client's TLS cannot be configured: a problem with the extra CA file, named.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read the CA file {path}: {source}")]
+    #[error("{setting}: cannot read the CA file {path}: {source}", setting = CA_SETTING)]
     Unreadable { path: String, source: std::io::Error },
-    #[error("the CA file {0}")]
+    #[error("{setting}: the CA file {0}", setting = CA_SETTING)]
     Bounded(FileError),
-    #[error("the CA file {path} is not PEM: {problem}")]
+    #[error("{setting}: the CA file {path} is not PEM: {problem}", setting = CA_SETTING)]
     NotPem { path: String, problem: String },
-    #[error("the CA file {0} holds no certificate")]
+    #[error("{setting}: the CA file {0} holds no certificate", setting = CA_SETTING)]
     Empty(String),
-    #[error("the CA file {path} holds an unusable certificate: {source}")]
+    #[error("{setting}: the CA file {path} holds an unusable certificate: {source}", setting = CA_SETTING)]
     Unusable { path: String, source: rustls::Error },
     #[error("cannot configure TLS: {0}")]
     Configure(rustls::Error),

@@ -310,6 +310,8 @@ impl Snapshot<'_> {
             health_config,
             restores: self.restores.clone(),
             debug_mode: self.debug_mode.clone(),
+            // The controller's own memory (`plan` is no operator, and has none).
+            reconcile_request: None,
         }
     }
 

@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use blueprint_machine::api::Blueprint;
 
 use super::backoff::BackoffTracker;
-use super::{InFlight, OwnStatusWrites};
+use super::{HandledRequests, InFlight, OwnStatusWrites};
 use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
@@ -56,6 +56,8 @@ pub struct Context {
     pub in_flight: InFlight,
     /// What this process's status writes produced: their watch events trigger nothing.
     pub own_status_writes: OwnStatusWrites,
+    /// The reconcile requests (the Blueprints' annotation) handled last.
+    pub handled_requests: HandledRequests,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
     /// cache shows the write, the written object is what is observed (read-your-writes). Slimmed like
     /// the cached objects, and dropped once the cache has moved on.
@@ -88,6 +90,7 @@ impl Context {
             backoff: BackoffTracker::default(),
             in_flight: InFlight::default(),
             own_status_writes: OwnStatusWrites::default(),
+            handled_requests: HandledRequests::default(),
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
         }

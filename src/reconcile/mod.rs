@@ -18,6 +18,7 @@ mod in_flight;
 mod observe;
 mod own_writes;
 mod publish;
+mod requests;
 mod requeue;
 mod write_status;
 
@@ -28,6 +29,7 @@ use blueprint_machine::{Reading, StatusWriteResult};
 pub use context::{CACHE_WAIT, Context, ObserveError};
 pub use in_flight::InFlight;
 pub use own_writes::OwnStatusWrites;
+pub use requests::{HandledRequests, requested_at};
 
 use crate::journal::{Execution, FORMAT, Record};
 use crate::metrics::OutcomeLabels;
@@ -38,6 +40,9 @@ use crate::status::StatusWrite;
 pub async fn reconcile(context: &Context, name: &str) -> Record {
     let started = Instant::now();
     let blueprint = context.blueprint(name);
+    if blueprint.is_none() {
+        context.handled_requests.forget(name);
+    }
     let masks = observe::blueprint_masks(context);
     let reading = blueprint.as_deref().map(|b| Reading::of(b, &masks));
 
@@ -60,6 +65,12 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
         }
         _ => 0,
     };
+    // A reconcile asked for by hand is handled once its status is the stored one; whatever it
+    // decided, the backoff starts afresh (the request asked to try now).
+    if let (Some(value), StatusWrite::Unchanged | StatusWrite::Written) = (&decision.handled_request, &status) {
+        context.handled_requests.handled(name, value);
+        context.backoff.reset(name);
+    }
     // 6. Requeue.
     let requeue = blueprint_machine::after_status_write(outcome, status_result(&status));
     let requeue_after = requeue::delay(context, name, &requeue);

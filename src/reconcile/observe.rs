@@ -83,6 +83,7 @@ pub(super) async fn observe(
         .filter_map(|b| b.meta().name.clone())
         .filter(|other| Some(other) != own_name.as_ref())
         .collect();
+    let reconcile_request = blueprint.as_deref().and_then(|b| context.handled_requests.observe(b));
     let snapshot = Snapshot {
         now: context.now(),
         operator: context.identity.facts(&context.namespace),
@@ -108,7 +109,7 @@ pub(super) async fn observe(
         debug_mode: stores.debug_modes.state().iter().find_map(|d| debug_mode_observation(d)),
         restores: stores.restores.state().iter().map(|r| restore_observation(r)).collect(),
     };
-    Ok(snapshot.observe(&context.digester))
+    Ok(Observation { reconcile_request, ..snapshot.observe(&context.digester) })
 }
 
 /// The decoded objects of a cache, shared with it.

@@ -258,7 +258,7 @@ async fn report(sandbox: &Sandbox, name: &str, changes: &mut Changes, started: I
     let clear = if std::io::stdout().is_terminal() { "\r\x1b[K" } else { "" };
     let blueprint = sandbox.blueprint(name).await;
     let (dogus, components) = sandbox.workload().await;
-    let events = sandbox.event_lines().await;
+    let events = sandbox.event_lines(name).await;
     let lines = changes.lines(blueprint.as_ref(), &progress::busy(&dogus, &components), &events);
     for line in &lines {
         println!("{clear}[{at:6.1}s] {line}");

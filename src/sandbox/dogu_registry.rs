@@ -110,6 +110,11 @@ impl RegistryServer {
         self.shared.faults.lock().expect("not poisoned").extend(std::iter::repeat_n(fault, count));
     }
 
+    /// The faults not met yet are dropped: the registry answers again.
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().expect("not poisoned").clear();
+    }
+
     pub fn requests(&self) -> Vec<RegistryRequest> {
         self.shared.requests.lock().expect("not poisoned").clone()
     }

@@ -104,6 +104,8 @@ pub async fn run(
     let mut installed_components: BTreeMap<String, String> = BTreeMap::new();
     let mut known_dogus: BTreeSet<String> = BTreeSet::new();
     loop {
+        // The earliest moment a finished piece of work may report its start (see below).
+        let mut next_second: Option<Instant> = None;
         // Dogus.
         let current: BTreeMap<String, Arc<Dogu>> =
             dogus.state().iter().filter_map(|d| d.object().cloned()).map(|d| (d.name_any(), d)).collect();
@@ -205,7 +207,16 @@ pub async fn run(
                         }
                         continue;
                     }
-                    if Instant::now() >= started + delay {
+                    // A dogu (re)starts reading its config: it reports a start in a later second than
+                    // the config's last write, as a real one does (a restart takes seconds). Else a
+                    // restart ending in the second of the write would be taken for one that preceded
+                    // it (D45), and restarted again: every dogu restarted twice per config change.
+                    let config_read = config_times(&configs, &secrets, name).into_iter().max();
+                    let wait_for_second = config_read.and_then(|written| after_the_second_of(&written, (clock)()));
+                    if let Some(wait) = wait_for_second.filter(|_| Instant::now() >= started + delay) {
+                        next_second =
+                            Some(next_second.map_or(Instant::now() + wait, |d: Instant| d.min(Instant::now() + wait)));
+                    } else if Instant::now() >= started + delay {
                         let version = match &work {
                             Work::Install { version } => version.clone(),
                             Work::Restart => installed_version.clone(),
@@ -292,6 +303,7 @@ pub async fn run(
                 *since + delay
             })
             .chain(component_work.values().map(|(_, since)| *since + behaviour.install.max(behaviour.upgrade)))
+            .chain(next_second)
             .min();
         match due {
             Some(due) => {
@@ -303,6 +315,13 @@ pub async fn run(
             None => wake.notified().await,
         }
     }
+}
+
+/// How long until the second after `written` begins, if `now` is not past it yet.
+fn after_the_second_of(written: &Time, now: Timestamp) -> Option<Duration> {
+    let next_second = written.0.as_second() + 1;
+    let left = next_second as i128 * 1_000_000_000 - now.as_nanosecond();
+    (left > 0).then(|| Duration::from_nanos(left as u64))
 }
 
 fn health_of<'a>(behaviour: &Behaviour, name: &str) -> &'a str {
@@ -356,4 +375,18 @@ where
             .await;
     });
     reader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_ends_in_the_second_after_the_config_write() {
+        let written = Time("2026-12-04T10:00:05Z".parse().unwrap());
+        let at = |text: &str| text.parse::<Timestamp>().unwrap();
+        assert_eq!(after_the_second_of(&written, at("2026-12-04T10:00:05.7Z")), Some(Duration::from_millis(300)));
+        assert_eq!(after_the_second_of(&written, at("2026-12-04T10:00:05Z")), Some(Duration::from_secs(1)));
+        assert_eq!(after_the_second_of(&written, at("2026-12-04T10:00:06Z")), None);
+    }
 }

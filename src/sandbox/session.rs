@@ -425,12 +425,10 @@ impl Sandbox {
             .collect()
     }
 
-    /// The namespace's events, oldest first, for display.
-    pub async fn event_lines(&self) -> Vec<crate::progress::EventLine> {
+    /// The events about Blueprint `name`, oldest first, for display.
+    pub async fn event_lines(&self, name: &str) -> Vec<crate::progress::EventLine> {
         let events = self.cluster.list("events.k8s.io/v1", "Event", &self.namespace).await;
-        let mut lines: Vec<_> = events.iter().map(crate::progress::EventLine::from_json).collect();
-        lines.sort_by(|a, b| a.time.cmp(&b.time));
-        lines
+        crate::progress::blueprint_events(&events, name)
     }
 
     /// The Dogus and Components of the namespace, as far as they decode.

@@ -19,7 +19,7 @@ const TIMING: LeaseTiming = LeaseTiming {
 };
 
 fn candidate(emulator: &Emulator, identity: &str) -> Leadership {
-    Leadership::start(emulator.client(NS), NS, LEASE, identity, TIMING)
+    Leadership::start(emulator.client(NS), NS, LEASE, identity, "0.1.0", TIMING)
 }
 
 fn holder(emulator: &Emulator) -> Option<String> {

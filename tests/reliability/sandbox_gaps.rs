@@ -299,3 +299,50 @@ async fn kubectl_explain_reads_the_crd_schema() {
     assert_explains_the_blueprint_spec(&text);
     sandbox.shutdown().await;
 }
+
+/// The finding: one change of the global config restarted every simulated dogu twice: a restart that
+/// ended in the second of the config write reported a start in that second, which D45 (rightly) takes
+/// for a start before the write, so it restarted again. A dogu now reports a start after the second of
+/// its config's last write, as a real one does.
+#[tokio::test(start_paused = true)]
+async fn one_global_config_change_restarts_every_dogu_once() {
+    // `make run`'s delays: a restart of half a second ends in the second of the write half the time.
+    let behaviour = blueprint_operator::sandbox::ecosystem::Behaviour {
+        install: Duration::from_millis(1500),
+        upgrade: Duration::from_millis(1000),
+        restart: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let cluster = blueprint_operator::sandbox::seed::DEFAULT_CLUSTER;
+    let mut sandbox = e2e::Scene::start(e2e::On::Emulator, None, behaviour, cluster).await.into_sandbox();
+    sandbox.start_controller("0.1.0");
+    sandbox.apply_blueprint(&e2e::default_blueprint()).await.unwrap();
+    assert!(sandbox.wait_until(NAME, Duration::from_secs(600), completed).await.is_some());
+    let before = sandbox.emulator().requests().len();
+
+    let changed = e2e::blueprint(
+        &blueprint_operator::sandbox::seed::DEFAULT_BLUEPRINT.replace("value: ces-admins", "value: ces-operators"),
+    );
+    sandbox.apply_blueprint(&changed).await.unwrap();
+    let second = |b: &blueprint_machine::api::Blueprint| b.metadata.generation == Some(2) && completed(b);
+    assert!(
+        sandbox.wait_until(NAME, Duration::from_secs(600), second).await.is_some(),
+        "{}",
+        e2e::conditions(&sandbox).await
+    );
+    // Give any second restart the time it would take.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    let requests = sandbox.emulator().requests();
+    let restarts = |dogu: &str| {
+        requests[before..]
+            .iter()
+            .filter(|r| r.method == "PATCH" && r.path.ends_with(&format!("/dogus/{dogu}/status")))
+            .filter(|r| r.body.contains("\"restarting\""))
+            .count()
+    };
+    for dogu in ["cas", "ldap", "nginx-ingress", "nginx-static", "postfix", "postgresql", "redmine"] {
+        assert_eq!(restarts(dogu), 1, "{dogu} restarted {} times", restarts(dogu));
+    }
+    sandbox.shutdown().await;
+}

@@ -1,7 +1,7 @@
 //! The events of one decision, in one log. Events arise anywhere in a reconcile (a condition's
 //! transition, a diff that changed, a stage that applied something); the log publishes them in a fixed
 //! order of what they are about, whatever order they were logged in, so that a user reads them as a
-//! story: validity, health, the diff, what blocks, what was applied, what is awaited, completion. (An
+//! story: the request that asked for it, validity, health, the diff, what blocks, what was applied, what is awaited, completion. (An
 //! action that fails is reported after all of them, by `record_failure`.)
 
 use crate::decision::Event;
@@ -9,6 +9,8 @@ use crate::decision::Event;
 /// What an event is about; events are published in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Topic {
+    /// A reconcile asked for by hand is handled: why this reconcile happened.
+    Request,
     /// The spec became invalid, or its problem changed.
     Validity,
     /// The ecosystem became healthy or unhealthy.

@@ -15,6 +15,9 @@ use crate::validation::{EffectiveBlueprint, Validity};
 use super::Run;
 use super::event_log::Topic;
 
+/// `Completed`'s message while the diff is being applied (upstream's words).
+pub(super) const APPLYING: &str = "Blueprint is being applied.";
+
 /// Why a blueprint cannot be applied as it stands (`Executable=False`), if it cannot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Blocked {
@@ -87,15 +90,17 @@ impl Run<'_> {
                     flags.ignore_dogu_health, flags.ignore_component_health
                 ),
             ),
-            Health::Unhealthy { dogus, components } => {
-                let summary = Health::unhealthy_summary(dogus, components);
+            Health::Unhealthy(unhealthy) => {
+                // Faulty objects make it `Unhealthy`; objects being installed, upgraded or restarted
+                // alone are the apply in progress (D55).
+                let reason = if unhealthy.all_at_work() { reason::APPLY_IN_PROGRESS } else { reason::UNHEALTHY };
                 let changed = self.conditions.set(
                     conditions::ECOSYSTEM_HEALTHY,
                     Status::False,
-                    reason::UNHEALTHY,
-                    format!("ecosystem health:\n{summary}"),
+                    reason,
+                    format!("ecosystem health:\n{}", unhealthy.summary()),
                 );
-                self.unhealthy_summary = Some(summary);
+                self.unhealthy_faults = Some(unhealthy.faulty_summary());
                 changed
             }
             Health::Unknown(problem) => self.conditions.set(
@@ -114,12 +119,9 @@ impl Run<'_> {
         self.status_note = fitted.note;
         let state_diff = fitted.state_diff;
         if !diff.is_empty() {
-            self.conditions.set(
-                conditions::COMPLETED,
-                Status::False,
-                reason::STATE_DIFF_HAS_CHANGES,
-                "Blueprint is being applied.",
-            );
+            // Said more precisely at the end when a gate stops the apply (see `finish`).
+            self.conditions.set(conditions::COMPLETED, Status::False, reason::STATE_DIFF_HAS_CHANGES, APPLYING);
+            self.diff_pending = true;
         }
         let stored = self.blueprint.status.as_deref().and_then(|s| s.state_diff.as_ref());
         let changed = match stored {

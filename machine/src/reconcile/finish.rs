@@ -13,6 +13,7 @@ use super::event_log::Topic;
 
 impl Run<'_> {
     pub(super) fn finish(mut self, state: State, requeue: Requeue) -> Decision {
+        self.completion_blocked(state);
         self.completion_not_evaluated(state);
         self.note_summarised_status();
         self.log_transitions();
@@ -27,7 +28,41 @@ impl Run<'_> {
             actions: self.actions,
             events: self.events.into_events(),
             requeue,
+            handled_request: self.handled_request,
         }
+    }
+
+    /// A diff that a gate keeps from being applied: `Completed` says that it is blocked (or stopped,
+    /// or paused) and why, instead of "being applied" (found: a forbidden downgrade read
+    /// `Completed=False (StateDiffHasChanges): Blueprint is being applied.` for as long as it stood).
+    fn completion_blocked(&mut self, state: State) {
+        if !self.diff_pending {
+            return;
+        }
+        let because = |conditions: &Conditions, type_: &str| events::one_line(&message(conditions, type_));
+        let text = match state {
+            State::NotExecutable => {
+                format!("Blueprint is blocked: {} (see Executable)", because(&self.conditions, conditions::EXECUTABLE))
+            }
+            State::Invalid => {
+                format!(
+                    "Blueprint is blocked: it is invalid: {} (see Valid)",
+                    because(&self.conditions, conditions::VALID)
+                )
+            }
+            State::ValidationPending => format!(
+                "Blueprint is not applied yet: it cannot be validated: {} (see Valid)",
+                because(&self.conditions, conditions::VALID)
+            ),
+            State::Stopped => "Blueprint is stopped (spec.stopped): its changes are not applied until spec.stopped is \
+                               removed"
+                .to_owned(),
+            State::RestoreInProgress => {
+                format!("Blueprint is paused: {} (see Executable)", because(&self.conditions, conditions::EXECUTABLE))
+            }
+            _ => return,
+        };
+        self.conditions.set(conditions::COMPLETED, Status::False, reason::STATE_DIFF_HAS_CHANGES, text);
     }
 
     /// `Completed` must not claim anything for a generation that did not get as far as the completion
@@ -80,17 +115,22 @@ impl Run<'_> {
             logged
                 .push((Topic::Validity, events::warning(event::BLUEPRINT_SPEC_INVALID, message(c, conditions::VALID))));
         }
-        if c.transitioned(conditions::ECOSYSTEM_HEALTHY) && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True) {
+        // Healthy again after a fault (or at the first check); not after an apply in progress, whose
+        // unhealthiness no event announced (D55).
+        if c.transitioned(conditions::ECOSYSTEM_HEALTHY)
+            && c.is(conditions::ECOSYSTEM_HEALTHY, Status::True)
+            && !c.was(conditions::ECOSYSTEM_HEALTHY, Status::False, reason::APPLY_IN_PROGRESS)
+        {
             let message = message(c, conditions::ECOSYSTEM_HEALTHY);
             logged.push((Topic::Health, events::normal(event::ECOSYSTEM_HEALTHY, message)));
         }
-        if c.transitioned(conditions::ECOSYSTEM_HEALTHY)
-            && c.is(conditions::ECOSYSTEM_HEALTHY, Status::False)
-            && let Some(summary) = &self.unhealthy_summary
+        // A fault: an unhealthy object that is not being installed, upgraded or restarted. Reported
+        // when it appears, also while the ecosystem was unhealthy already from an apply in progress.
+        if c.became(conditions::ECOSYSTEM_HEALTHY, Status::False, reason::UNHEALTHY)
+            && let Some(faults) = &self.unhealthy_faults
         {
-            let message = format!(
-                "Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n{summary}"
-            );
+            let message =
+                format!("Ecosystem became unhealthy (up-to-date list is in the EcosystemHealthy condition):\n{faults}");
             logged.push((Topic::Health, events::warning(event::ECOSYSTEM_UNHEALTHY, message)));
         }
         let restoring = c.get(conditions::EXECUTABLE).is_some_and(|e| e.reason == reason::RESTORE_IN_PROGRESS);

@@ -45,7 +45,7 @@ pub(super) fn executable(blocked: Blocked) -> Option<End> {
 pub(super) fn health(health: &Health) -> Option<End> {
     match health {
         Health::Healthy => None,
-        Health::Unhealthy { .. } => Some((State::AwaitingHealth, Requeue::after(10, "the ecosystem is not healthy"))),
+        Health::Unhealthy(_) => Some((State::AwaitingHealth, Requeue::after(10, "the ecosystem is not healthy"))),
         Health::Unknown(_) => {
             Some((State::AwaitingHealth, Requeue::Backoff { reason: "ecosystem health cannot be determined".into() }))
         }

@@ -47,6 +47,7 @@ pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) 
             actions: Vec::new(),
             events: Vec::new(),
             requeue: Requeue::AwaitChange,
+            handled_request: None,
         };
     };
     let own;
@@ -58,6 +59,7 @@ pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) 
         }
     };
     let mut run = Run::new(observation, blueprint);
+    run.handle_request();
     let (state, requeue) = if observation.blueprint_count > 1 {
         // Which one would win is not ours to guess: touch nothing, and say so on every Blueprint.
         run.multiple_blueprints()
@@ -75,12 +77,16 @@ struct Run<'o> {
     conditions: Conditions,
     effective_blueprint: Option<BlueprintManifest>,
     state_diff: Option<StateDiff>,
-    /// The unhealthy dogus and components, for the event of the transition.
-    unhealthy_summary: Option<String>,
+    /// The state diff is not empty (`Completed=False`).
+    diff_pending: bool,
+    /// The faulty unhealthy dogus and components (not at work), for the Warning of the transition.
+    unhealthy_faults: Option<String>,
     events: EventLog,
     actions: Vec<Action>,
     /// What of the status was summarised to fit its size budget (see `status_size`).
     status_note: Option<String>,
+    /// The reconcile request this reconcile handles.
+    handled_request: Option<String>,
 }
 
 impl<'o> Run<'o> {
@@ -94,11 +100,20 @@ impl<'o> Run<'o> {
             conditions: Conditions::new(stored, observation.now.clone(), generation),
             effective_blueprint: None,
             state_diff: None,
-            unhealthy_summary: None,
+            diff_pending: false,
+            unhealthy_faults: None,
             events: EventLog::default(),
             actions: Vec::new(),
             status_note: None,
+            handled_request: None,
         }
+    }
+
+    /// A reconcile asked for by hand and not handled yet: this reconcile handles it, and says so.
+    fn handle_request(&mut self) {
+        let Some(request) = self.observation.reconcile_request.as_ref().filter(|r| r.is_new()) else { return };
+        self.events.log(event_log::Topic::Request, request.handled_event());
+        self.handled_request = Some(request.requested_at.clone());
     }
 
     /// The reconcile of one Blueprint, top to bottom.
@@ -125,7 +140,7 @@ impl<'o> Run<'o> {
             &installed.dogus,
         );
         self.record_validity(&validity);
-        let health = Health::evaluate(&installed, observation.health_config.as_ref(), flags);
+        let health = Health::evaluate(&installed, observation, flags);
         self.record_health(&health, flags);
         let (resolved, missing_secrets) = references::resolve(effective, &observation.referenced_secrets);
         let (values, missing_config) = references::resolve_config_refs(effective, &observation.referenced_config_maps);

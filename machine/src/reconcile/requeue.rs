@@ -41,6 +41,7 @@ mod tests {
             actions: vec![],
             events: vec![],
             requeue: Requeue::AwaitChange,
+            handled_request: None,
         };
         assert_eq!(after_status_write(&decision, StatusWriteResult::Written), Requeue::AwaitChange);
         assert_eq!(after_status_write(&decision, StatusWriteResult::Unchanged), Requeue::AwaitChange);

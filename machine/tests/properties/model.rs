@@ -137,6 +137,7 @@ impl Model {
             health_config: None,
             restores: Vec::new(),
             debug_mode: None,
+            reconcile_request: None,
         }
     }
 

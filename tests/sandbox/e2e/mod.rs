@@ -186,11 +186,16 @@ impl Scene {
     pub async fn shutdown(self) {
         self.sandbox.shutdown().await;
     }
+
+    /// The sandbox, for tests that use it directly.
+    pub fn into_sandbox(self) -> Sandbox {
+        self.sandbox
+    }
 }
 
 /// The default cluster on the emulator (for the emulator-only tests elsewhere).
 pub async fn fresh_sandbox() -> Sandbox {
-    Scene::fresh(On::Emulator, None).await.sandbox
+    Scene::fresh(On::Emulator, None).await.into_sandbox()
 }
 
 pub fn default_blueprint() -> Blueprint {
@@ -313,6 +318,7 @@ on_both_backends!(
         a_fresh_install_completes_within_a_request_budget,
         descriptors_come_from_memory_then_the_local_registry_never_the_network_again,
         an_unavailable_registry_requeues_until_it_answers,
+        a_reconcile_request_is_handled_at_once_past_the_backoff,
         after_completion_reconciles_write_nothing_and_emit_nothing,
         an_upgrade_pauses_dogus_before_their_config_changes,
         the_operator_upgrades_itself_before_anything_else,

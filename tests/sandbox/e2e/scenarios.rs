@@ -130,6 +130,51 @@ pub async fn an_unavailable_registry_requeues_until_it_answers(on: On) {
     scene.shutdown().await;
 }
 
+/// `blueprint-operator reconcile` (D56): a Blueprint in a long backoff (the registry failed again and
+/// again; it is not watched, so its recovery triggers nothing) is reconciled at once when its reconcile
+/// annotation changes, and the operator says it handled that value.
+pub async fn a_reconcile_request_is_handled_at_once_past_the_backoff(on: On) {
+    let mut scene = Scene::fresh(on, None).await;
+    scene.registry.inject(Fault::Status(503), 100_000);
+    scene.start_and_apply(&default_blueprint()).await;
+    // After n failed reconciles the next is due 2^(n-1) s (±20 %) after the last: 32 s after six (on
+    // the emulator's virtual clock), 8 s after four (the real server's backoff is real time). Handled
+    // "at once" is well within that: the debounce and one reconcile.
+    let (failures, at_once) = match on {
+        On::Emulator => (6.0, Duration::from_secs(8)),
+        On::KubeApiserver => (4.0, Duration::from_secs(3)),
+    };
+    let backed_off =
+        |scene: &Scene| metric(scene, "blueprint_operator_reconciles_total{outcome=\"ValidationPending\"}");
+    let limit = tokio::time::Instant::now() + scene.limit();
+    while backed_off(&scene) < failures && tokio::time::Instant::now() < limit {
+        scene.pause(Duration::from_secs(1)).await;
+    }
+    assert!(backed_off(&scene) >= failures, "{}", conditions(&scene).await);
+    scene.registry.clear_faults();
+
+    let requested = "2026-12-04T10:00:00.000000001Z";
+    let asked = tokio::time::Instant::now();
+    scene
+        .edit("k8s.cloudogu.com/v3", "Blueprint", NAME, |b| {
+            b["metadata"]["annotations"][blueprint_machine::reconcile_request::ANNOTATION] = json!(requested)
+        })
+        .await;
+    let handled = format!("reconcile requested at {requested}: handled");
+    let limit = asked + scene.limit();
+    while !scene.events().await.iter().any(|(reason, note)| reason == "ReconcileRequested" && *note == handled) {
+        assert!(tokio::time::Instant::now() < limit, "never handled: {:?}", scene.events().await);
+        scene.pause(Duration::from_millis(100)).await;
+    }
+    let took = asked.elapsed();
+    assert!(took < at_once, "handled after {took:?}");
+    let done = scene.wait_blueprint(completed).await;
+    assert!(done.is_some(), "{}", conditions(&scene).await);
+    let reported = scene.events().await.iter().filter(|(reason, _)| reason == "ReconcileRequested").count();
+    assert_eq!(reported, 1, "handled once");
+    scene.shutdown().await;
+}
+
 pub async fn after_completion_reconciles_write_nothing_and_emit_nothing(on: On) {
     let mut scene = Scene::fresh(on, None).await;
     scene.start_and_apply(&default_blueprint()).await;

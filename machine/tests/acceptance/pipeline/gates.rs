@@ -11,6 +11,11 @@ fn case_74_a_stopped_blueprint_shows_its_diff_and_applies_nothing() {
     assert_eq!(decision.state, State::Stopped);
     assert_eq!(dogu_actions(&decision, "nexus"), ["install"]);
     assert_eq!(cond(&decision, "Completed"), pair("False", "StateDiffHasChanges"));
+    // Amended: says it is stopped, not "being applied" (see blocked.rs).
+    assert_eq!(
+        message(&decision, "Completed"),
+        "Blueprint is stopped (spec.stopped): its changes are not applied until spec.stopped is removed"
+    );
     assert_eq!(
         event(&decision, "BlueprintStopped").message,
         "Blueprint is set as stopped and will not be applied. Remove flag to continue"

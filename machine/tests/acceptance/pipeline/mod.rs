@@ -2,10 +2,12 @@
 //! docs/differences.md that change how the pipeline applies.
 
 mod apply;
+mod blocked;
 mod completion;
 mod differences;
 mod gates;
 mod gateway;
+mod reconcile_request;
 mod self_upgrade;
 
 pub(crate) use blueprint_machine::api::{ComponentStatus, DoguResources, QuantityText};

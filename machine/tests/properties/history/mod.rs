@@ -206,7 +206,10 @@ fn reported_by(reason: &str) -> Option<(&'static [&'static str], bool)> {
     Some(match reason {
         r::BLUEPRINT_SPEC_INVALID => (VALIDITY, false),
         r::MISSING_CONFIG_REFERENCES | r::INVALID_CLUSTER_STATE => (&[conditions::EXECUTABLE], false),
-        r::ECOSYSTEM_HEALTHY | r::ECOSYSTEM_UNHEALTHY => (&[conditions::ECOSYSTEM_HEALTHY], true),
+        r::ECOSYSTEM_HEALTHY => (&[conditions::ECOSYSTEM_HEALTHY], true),
+        // A fault appears also while the ecosystem was unhealthy from an apply in progress: a change
+        // of the reason (D55).
+        r::ECOSYSTEM_UNHEALTHY => (&[conditions::ECOSYSTEM_HEALTHY], false),
         r::AWAIT_SELF_UPGRADE | r::SELF_UPGRADE_COMPLETED => (&[conditions::SELF_UPGRADE_COMPLETED], true),
         r::COMPLETED => (&[conditions::COMPLETED], true),
         r::EXECUTION_FAILED => (&[conditions::LAST_APPLY_SUCCEEDED], false),
