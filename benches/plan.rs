@@ -12,7 +12,7 @@ blueprint_operator::global_allocator!();
 fn args(example: &str, blueprint: &str, format: Format) -> PlanArgs {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
     PlanArgs {
-        blueprint: root.join(example).join(blueprint),
+        blueprint: Some(root.join(example).join(blueprint)),
         cluster: vec![root.join(example).join("cluster.yaml")],
         context: None,
         descriptors: Some(root.join("descriptors")),

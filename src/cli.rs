@@ -33,9 +33,10 @@ pub enum Command {
     ///
     /// Exit code 0: nothing to do; 2: changes pending; 1: error or invalid blueprint.
     Plan {
-        /// The Blueprint (YAML or JSON, API v2 or v3); `-`: standard input.
+        /// The Blueprint (YAML or JSON, API v1, v2 or v3); `-`: standard input. Default: the namespace's
+        /// only Blueprint as the cluster (or the snapshot) holds it.
         #[arg(short = 'f', long = "file")]
-        blueprint: PathBuf,
+        blueprint: Option<PathBuf>,
         /// A snapshot of the cluster: its objects as `kubectl get blueprints,dogus,components,configmaps,
         /// secrets -o yaml` prints them; repeatable (the objects of every file). Without it, the cluster
         /// of the kubeconfig is read (read-only).
@@ -51,8 +52,9 @@ pub enum Command {
         /// The time of the reconcile (RFC 3339); default: now.
         #[arg(long)]
         now: Option<Timestamp>,
-        /// The operator's namespace; default: the Blueprint's, else `ecosystem`.
-        #[arg(long)]
+        /// The operator's namespace; default: the Blueprint file's, else the kubeconfig context's (as
+        /// `status`, `kubectl`), else (a snapshot) `ecosystem`.
+        #[arg(short = 'n', long)]
         namespace: Option<String>,
         /// The version of the operator that would run the reconcile (for self-upgrades).
         #[arg(long)]
@@ -103,12 +105,45 @@ pub enum Command {
         /// Follow the progress (through watches) until the Blueprint is completed, blocked or stopped.
         #[arg(short = 'w', long)]
         watch: bool,
+        /// With --watch: wait for the Blueprint's next generation (an apply after this command started,
+        /// or its creation) and follow that one, instead of ending at once on a completed one.
+        #[arg(long, requires = "watch")]
+        next: bool,
         /// How long --watch waits (500ms, 30s, 10m).
         #[arg(long, default_value = "30m", value_parser = crate::config::parse_duration, requires = "watch")]
         timeout: std::time::Duration,
         /// Output format (without --watch).
         #[arg(short = 'o', long = "output", value_enum, default_value = "text", conflicts_with = "watch")]
         output: crate::status_command::Format,
+    },
+    /// Suspend a Blueprint (spec.stopped: true): the operator shows what it would do, applies nothing.
+    ///
+    /// Waits until the operator took it up. Exit code 0: taken up; 2: not within --timeout; 1: an error.
+    Suspend {
+        #[command(flatten)]
+        target: crate::blueprint_commands::TargetArgs,
+    },
+    /// Resume a suspended Blueprint (removes spec.stopped): the operator applies it again.
+    ///
+    /// Waits until the operator took it up. Exit code 0: taken up; 2: not within --timeout; 1: an error.
+    Resume {
+        #[command(flatten)]
+        target: crate::blueprint_commands::TargetArgs,
+    },
+    /// Reconcile a Blueprint now, past any backoff (the annotation
+    /// blueprint-operator.k8s.cloudogu.com/reconcile-requested-at).
+    ///
+    /// Waits until the operator handled the request. Exit code 0: handled; 2: not within --timeout; 1:
+    /// an error.
+    Reconcile {
+        #[command(flatten)]
+        target: crate::blueprint_commands::TargetArgs,
+    },
+    /// This binary's version and that of the operator running in the cluster (its leader's Lease, else
+    /// the image of its Deployment).
+    Version {
+        #[command(flatten)]
+        args: crate::version_command::VersionArgs,
     },
     /// The whole operator against an embedded API server with simulated dogu and component operators:
     /// applies a blueprint and shows its progress until it is completed.
@@ -150,8 +185,8 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         explain: Option<usize>,
     },
-    /// Offline: convert Blueprints between API versions (v2 and v3), losslessly: what v2 cannot hold
-    /// of a v3 Blueprint is kept in an annotation and comes back on the way to v3.
+    /// Offline: convert Blueprints between API versions (v1, v2 and v3), losslessly: what an older
+    /// version cannot hold of a v3 Blueprint is kept in an annotation and comes back on the way to v3.
     ///
     /// Documents of other kinds pass through unchanged. Exit code 0: converted; 1: an error (stderr).
     Convert {
@@ -164,6 +199,15 @@ pub enum Command {
         /// Output format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         output: crate::convert::Output,
+    },
+    /// Store every Blueprint of the cluster in one API version and tell the CRD so (status.storedVersions):
+    /// the last step of a migration in (--to v3), the first of a way back to a Go operator (--to v1, v2).
+    ///
+    /// Needs our CRD and the operator's conversion webhook serving (docs/migration.md). Exit code 0:
+    /// done; 1: an error.
+    StorageVersion {
+        #[command(flatten)]
+        args: crate::storage_version::StorageVersionArgs,
     },
     /// A one-node Kubernetes cluster on this machine with the operator as a Pod, installed by its chart
     ///
@@ -248,6 +292,21 @@ pub fn manual() -> std::io::Result<Vec<u8>> {
     Ok(page)
 }
 
+/// A command against the kubeconfig's cluster, on a runtime of its own: its exit code, or 1 with the
+/// error on stderr.
+fn on_a_cluster(
+    command: impl std::future::Future<Output = Result<u8, crate::status_command::StatusError>>,
+) -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+    match runtime.block_on(command) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// A positive number of bytes, written as a Kubernetes quantity.
 fn parse_bytes(text: &str) -> Result<u64, String> {
     match blueprint_machine::quantity_bytes(text)? {
@@ -321,18 +380,26 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Status { name, namespace, context, watch, timeout, output } => {
-            let runtime =
-                tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
-            let args = crate::status_command::StatusArgs { name, namespace, context, watch, timeout, output };
-            match runtime.block_on(crate::status_command::run(args, &mut std::io::stdout())) {
-                Ok(code) => ExitCode::from(code),
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::from(1)
-                }
-            }
+        Command::Status { name, namespace, context, watch, next, timeout, output } => {
+            let args = crate::status_command::StatusArgs { name, namespace, context, watch, next, timeout, output };
+            on_a_cluster(crate::status_command::run(args, &mut std::io::stdout()))
         }
+        Command::Suspend { target } => on_a_cluster(crate::blueprint_commands::run(
+            crate::blueprint_commands::Hand::Suspend,
+            target,
+            &mut std::io::stdout(),
+        )),
+        Command::Resume { target } => on_a_cluster(crate::blueprint_commands::run(
+            crate::blueprint_commands::Hand::Resume,
+            target,
+            &mut std::io::stdout(),
+        )),
+        Command::Reconcile { target } => on_a_cluster(crate::blueprint_commands::run(
+            crate::blueprint_commands::Hand::Reconcile,
+            target,
+            &mut std::io::stdout(),
+        )),
+        Command::Version { args } => on_a_cluster(crate::version_command::run(args, &mut std::io::stdout())),
         Command::Cluster { action } => {
             use crate::sandbox::node::command;
             let result = match action {
@@ -348,7 +415,7 @@ pub fn main() -> ExitCode {
             }
         }
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "blueprint-operator", &mut std::io::stdout());
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &crate::completions::script(shell));
             ExitCode::SUCCESS
         }
         Command::Man => match manual() {
@@ -361,6 +428,17 @@ pub fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::StorageVersion { args } => {
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+            match runtime.block_on(crate::storage_version::run(args, &mut std::io::stdout())) {
+                Ok(code) => ExitCode::from(code),
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Crd { which } => {
             print!("{}", crd::yaml(which));
             ExitCode::SUCCESS
@@ -417,6 +495,9 @@ pub fn main() -> ExitCode {
             };
             match result {
                 Ok(result) => {
+                    for note in &result.notes {
+                        eprintln!("note: {note}");
+                    }
                     for warning in &result.warnings {
                         eprintln!("warning: {warning}");
                     }

@@ -12,6 +12,8 @@ use crate::files::{BLUEPRINT_FILE_LIMIT, FileError, read_text_or_stdin};
 /// The version to convert to.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
+    /// The Go operator 2.x's API (JSON text in spec.blueprint and spec.blueprintMask).
+    V1,
     V2,
     V3,
 }
@@ -75,6 +77,7 @@ pub fn run(args: &ConvertArgs) -> Result<String, ConvertError> {
         return Err(ConvertError::Empty { file });
     }
     let to = match args.to {
+        Target::V1 => ApiVersion::V1,
         Target::V2 => ApiVersion::V2,
         Target::V3 => ApiVersion::V3,
     };

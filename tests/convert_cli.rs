@@ -63,8 +63,8 @@ fn other_kinds_pass_and_many_documents_print_as_a_list() {
 fn what_cannot_be_converted_is_an_error_with_exit_code_1() {
     let cases = [
         (
-            "apiVersion: k8s.cloudogu.com/v1\nkind: Blueprint\n",
-            "error: standard input: document 1: apiVersion \"k8s.cloudogu.com/v1\" is not a served Blueprint version (v2 or v3, such as k8s.cloudogu.com/v3)\n",
+            "apiVersion: k8s.cloudogu.com/v4\nkind: Blueprint\n",
+            "error: standard input: document 1: apiVersion \"k8s.cloudogu.com/v4\" is not a served Blueprint version (v1, v2 or v3, such as k8s.cloudogu.com/v3)\n",
         ),
         (
             "apiVersion: k8s.cloudogu.com/v3\nkind: Blueprint\nspec: {blueprintMask: all}\n",
@@ -113,4 +113,36 @@ fn the_blueprints_of_a_kubectl_list_are_converted() {
         text(&output.stderr)
     );
     assert!(output.stdout.is_empty());
+}
+
+/// The Go operator 2.x's Blueprint (API v1, as it stores it: JSON text, `dryRun`, its phase, a
+/// censored sensitive value) converts to v3 and back to what it was.
+#[test]
+fn a_v1_blueprint_of_the_go_operator_converts_and_back() {
+    let stored = std::fs::read_to_string("tests/fixtures/eras/v1/blueprint.yaml").unwrap();
+    let v3 = convert(&["-f", "-", "--to", "v3", "-o", "json"], Some(&stored));
+    assert!(v3.status.success(), "{}", text(&v3.stderr));
+    let v3_text = text(&v3.stdout);
+    let v3: Value = serde_json::from_str(&v3_text).unwrap();
+    assert_eq!(v3["apiVersion"], "k8s.cloudogu.com/v3");
+    assert!(v3["spec"]["blueprint"]["dogus"].as_array().is_some_and(|d| !d.is_empty()), "{v3_text}");
+    assert!(!v3_text.contains("*****"), "a censored value is not a value in v3: {v3_text}");
+    let back = convert(&["-f", "-", "--to", "v1", "-o", "json"], Some(&v3_text));
+    assert!(back.status.success(), "{}", text(&back.stderr));
+    let back: Value = serde_json::from_slice(&back.stdout).unwrap();
+    let original: Value = serde_saphyr::from_str(&stored).unwrap();
+    let inner = |object: &Value, field: &str| -> Value {
+        serde_json::from_str(object["spec"][field].as_str().unwrap()).unwrap()
+    };
+    // The same dogus (the Go operator's "minVolumeSize": "0" and empty reverseProxy mean none, and
+    // come back as none).
+    let dogus = |object: &Value| -> Vec<(Value, Value, Value)> {
+        let blueprint = inner(object, "blueprint");
+        let list = blueprint["dogus"].as_array().unwrap().clone();
+        list.into_iter().map(|d| (d["name"].clone(), d["version"].clone(), d["targetState"].clone())).collect()
+    };
+    assert_eq!(dogus(&back), dogus(&original));
+    assert_eq!(inner(&back, "blueprint")["config"], inner(&original, "blueprint")["config"], "the censored key too");
+    assert_eq!(back["spec"]["dryRun"], original["spec"]["dryRun"]);
+    assert_eq!(back["status"]["phase"], original["status"]["phase"]);
 }

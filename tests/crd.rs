@@ -39,7 +39,16 @@ fn the_blueprint_crd_has_upstreams_identity() {
     let labels = crd.metadata.labels.unwrap();
     assert_eq!(labels["app"], "ces");
     assert_eq!(labels["app.kubernetes.io/name"], "k8s-blueprint-lib");
-    let [v2, v3] = crd.spec.versions.as_slice() else { panic!("two versions") };
+    let [v1, v2, v3] = crd.spec.versions.as_slice() else { panic!("three versions") };
+    assert_eq!((v1.name.as_str(), v1.served, v1.storage, v1.deprecated), ("v1", true, false, Some(true)));
+    let v1_columns: Vec<(&str, &str)> =
+        v1.additional_printer_columns.iter().flatten().map(|c| (c.name.as_str(), c.json_path.as_str())).collect();
+    assert_eq!(
+        v1_columns,
+        [("Status", ".status.phase"), ("DryRun", ".spec.dryRun"), ("Age", ".metadata.creationTimestamp")],
+        "upstream's v1 columns"
+    );
+    assert!(v1.subresources.as_ref().unwrap().status.is_some());
     assert_eq!((v2.name.as_str(), v2.served, v2.storage), ("v2", true, false));
     assert_eq!((v3.name.as_str(), v3.served, v3.storage), ("v3", true, true), "v3 is stored (docs/api-versions.md)");
     let conversion = crd.spec.conversion.as_ref().unwrap();
@@ -212,6 +221,7 @@ fn documents_upstreams_crd_accepts_are_accepted_by_ours() {
             health_config: None,
             restores: Vec::new(),
             debug_mode: None,
+            reconcile_request: None,
         };
         let decision = blueprint_machine::reconcile(&observation);
         assert!(decision.status.is_some(), "{}", file.display());

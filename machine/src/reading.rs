@@ -109,6 +109,15 @@ fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Res
             format!("could not deserialize blueprint CR \"{name}\": {}", undecodable.problem),
         ));
     }
+    if let Some(problems) = v1_problems(blueprint) {
+        return Err(invalid(
+            reason::INVALID,
+            format!(
+                "the v1 Blueprint could not be taken over as it is: {problems}; fix it in v1 (it is checked again), or write it as v3 and remove the annotation {}",
+                crate::conversion::V1_FIELDS_ANNOTATION
+            ),
+        ));
+    }
     let parsed = match ParsedBlueprint::parse(blueprint.blueprint_spec(), masks) {
         Ok(parsed) => parsed,
         Err(ParseFailure::MaskNotFound(mask)) => {
@@ -141,4 +150,12 @@ fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Res
     let effective =
         EffectiveBlueprint::compute(parsed).map_err(|problem| invalid(reason::INCONSISTENT, problem.to_string()))?;
     Ok(Read { effective, flags })
+}
+
+/// What the conversion from v1 could not take over (its annotation on a Blueprint written as v1), or
+/// none. An annotation that is not ours says nothing: it is not read.
+fn v1_problems(blueprint: &Blueprint) -> Option<String> {
+    let text = blueprint.metadata.annotations.as_ref()?.get(crate::conversion::V1_FIELDS_ANNOTATION)?;
+    let fields = crate::conversion::v1::V1Fields::read(text).ok()?;
+    (!fields.problems.is_empty()).then(|| fields.problems.join("; "))
 }

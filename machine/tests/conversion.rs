@@ -189,10 +189,10 @@ fn what_is_not_a_blueprint_of_a_served_version_is_refused() {
         refused(json!({"kind": "Dogu", "apiVersion": "k8s.cloudogu.com/v2"})),
         ConversionError::NotABlueprint("Dogu".into())
     );
-    let unknown = refused(json!({"kind": "Blueprint", "apiVersion": "k8s.cloudogu.com/v1"}));
+    let unknown = refused(json!({"kind": "Blueprint", "apiVersion": "k8s.cloudogu.com/v4"}));
     assert_eq!(
         unknown.to_string(),
-        "apiVersion \"k8s.cloudogu.com/v1\" is not a served Blueprint version (v2 or v3, such as k8s.cloudogu.com/v3)"
+        "apiVersion \"k8s.cloudogu.com/v4\" is not a served Blueprint version (v1, v2 or v3, such as k8s.cloudogu.com/v3)"
     );
     let odd_mask = json!({"kind": "Blueprint", "apiVersion": "k8s.cloudogu.com/v3", "spec": {"blueprintMask": "all"}});
     assert_eq!(convert(&odd_mask, ApiVersion::V2).unwrap_err().to_string(), "spec.blueprintMask must be an object");

@@ -3,5 +3,6 @@
 
 mod acceptance;
 mod conversion;
+mod conversion_v1;
 mod properties;
 mod reliability;

@@ -121,10 +121,10 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
         return Err(error(file, format!("expected kind Blueprint, found {kind:?}")));
     }
     let api_version = document.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let v3 = ApiVersion::parse(api_version).is_some_and(|(_, version)| version == ApiVersion::V3);
+    let version = ApiVersion::parse(api_version).map_or(ApiVersion::V2, |(_, version)| version);
     // A field the schema does not have is an error, not a field dropped (held to the CRD's schema, as
     // `kubectl apply` is).
-    let unknown = super::strict::unknown_fields(&text, schemas::blueprint(v3));
+    let unknown = super::strict::unknown_fields(&text, schemas::blueprint(version));
     match unknown.as_slice() {
         [] => {}
         [one] => return Err(error(file, one.to_string())),
@@ -145,7 +145,10 @@ pub fn blueprint_from_text(file: &Path, text: &str) -> Result<Blueprint, InputEr
         #[serde(default)]
         status: Option<BlueprintStatus>,
     }
-    serde_saphyr::from_str::<Body>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))?;
+    // v1's spec holds JSON text, which its conversion reads (and reports on).
+    if version != ApiVersion::V1 {
+        serde_saphyr::from_str::<Body>(&text).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))?;
+    }
     // The operator reads v3 (docs/api-versions.md): a v2 Blueprint is converted as the API server would.
     let current = convert(document, ApiVersion::V3).map_err(|e| error(file, e.to_string()))?;
     serde_json::from_value::<Blueprint>(current).map_err(|e| error(file, format!("not a valid Blueprint: {e}")))
@@ -157,19 +160,25 @@ mod schemas {
 
     use serde_json::Value;
 
-    /// The openAPIV3Schema of the Blueprint CRD's v2, or of v3.
-    pub fn blueprint(v3: bool) -> &'static Value {
-        static SCHEMAS: OnceLock<(Value, Value)> = OnceLock::new();
-        let (v2, v3_schema) = SCHEMAS.get_or_init(|| {
+    use blueprint_machine::conversion::ApiVersion;
+
+    /// The openAPIV3Schema of the Blueprint CRD's `version`.
+    pub fn blueprint(version: ApiVersion) -> &'static Value {
+        static SCHEMAS: OnceLock<[Value; 3]> = OnceLock::new();
+        let schemas = SCHEMAS.get_or_init(|| {
             let crd = serde_json::to_value(blueprint_machine::api::blueprint_crd()).expect("CRDs serialize");
             let schema = |name: &str| {
                 let versions = crd["spec"]["versions"].as_array().expect("a CRD has versions");
-                let version = versions.iter().find(|v| v["name"] == name).expect("v2 and v3 are served");
+                let version = versions.iter().find(|v| v["name"] == name).expect("v1, v2 and v3 are served");
                 version["schema"]["openAPIV3Schema"].clone()
             };
-            (schema("v2"), schema("v3"))
+            [schema("v1"), schema("v2"), schema("v3")]
         });
-        if v3 { v3_schema } else { v2 }
+        match version {
+            ApiVersion::V1 => &schemas[0],
+            ApiVersion::V2 => &schemas[1],
+            ApiVersion::V3 => &schemas[2],
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 
 use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
+use blueprint_machine::conversion::{ApiVersion, convert};
 use blueprint_machine::naming::selector;
 use blueprint_machine::observation::DescriptorLookup;
 
@@ -31,15 +32,33 @@ pub enum LiveError {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     Registry(#[from] RegistrySettingsError),
+    #[error("{0}")]
+    NoBlueprint(String),
+    #[error(
+        "the cluster serves no Blueprints (no blueprints.k8s.cloudogu.com in v3, v2 or v1): is the Blueprint CRD installed?"
+    )]
+    NoCrd,
 }
 
 /// The plan for the cluster of the kubeconfig (its current context, or `args.context`).
 pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
-    let blueprint = input::read_blueprint(&args.blueprint)?;
+    let file = args.blueprint.as_deref().map(input::read_blueprint).transpose()?;
     let (client, default_namespace) =
         crate::kubeconfig::client(args.context.as_deref()).await.map_err(LiveError::Kubeconfig)?;
-    let namespace = namespace_of(args, &blueprint, &default_namespace);
-    let cluster = read(&client, &namespace, &blueprint).await?;
+    let namespace = match &file {
+        Some(blueprint) => namespace_of(args, blueprint, &default_namespace),
+        None => args.namespace.clone().unwrap_or(default_namespace),
+    };
+    let mut undecodable = Vec::new();
+    let (stored, served) = stored_blueprints(&client, &namespace, &mut undecodable).await?;
+    let count = stored.len();
+    let blueprint = match file {
+        Some(blueprint) => blueprint,
+        None => super::only_blueprint(stored.clone(), &namespace, "the cluster").map_err(LiveError::NoBlueprint)?,
+    };
+    let mut cluster = read(&client, &namespace, &blueprint).await?;
+    cluster.blueprints = stored;
+    cluster.undecodable.extend(undecodable);
 
     let wanted = blueprint_machine::Reading::of(&blueprint, &cluster.masks_in(&namespace)).wanted_descriptors();
     let config_maps: Vec<&ConfigMap> = cluster.config_maps.iter().collect();
@@ -56,16 +75,68 @@ pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
             };
         }
     }
-    Ok(plan(args, blueprint, &cluster, descriptors, &namespace))
+    let mut output = plan(args, blueprint, &cluster, descriptors, &namespace);
+    output.notes.push(format!(
+        "read {count} Blueprint(s) of namespace {namespace:?} as {}/{} (the newest version the cluster serves)",
+        GROUP,
+        served.as_str()
+    ));
+    Ok(output)
+}
+
+const GROUP: &str = "k8s.cloudogu.com";
+
+/// The namespace's Blueprints in the newest version the cluster serves (v3, else v2, else v1: the CRD
+/// of whichever operator era is installed), converted to v3 as the webhook would. A Blueprint that does
+/// not convert is kept in `undecodable`, as the caches keep it.
+async fn stored_blueprints(
+    client: &kube::Client,
+    namespace: &str,
+    undecodable: &mut Vec<(&'static str, Arc<Undecodable>)>,
+) -> Result<(Vec<Blueprint>, ApiVersion), LiveError> {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let error = |source| LiveError::Read { what: "Blueprint", namespace: namespace.to_owned(), source };
+    for version in [ApiVersion::V3, ApiVersion::V2, ApiVersion::V1] {
+        let gvk = GroupVersionKind::gvk(GROUP, version.as_str(), "Blueprint");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "blueprints");
+        let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource);
+        let listed = match api.list(&ListParams::default()).await {
+            Ok(listed) => listed,
+            // Not served in this version (the CRD of another era), or no Blueprint CRD at all.
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(other) => return Err(error(other)),
+        };
+        let mut blueprints = Vec::new();
+        for mut item in listed.items {
+            item.types.get_or_insert_with(|| kube::api::TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: "Blueprint".into(),
+            });
+            let metadata = item.metadata.clone();
+            let read = serde_json::to_value(&item)
+                .map_err(|e| e.to_string())
+                .and_then(|value| convert(&value, ApiVersion::V3).map_err(|e| e.to_string()))
+                .and_then(|v3| serde_json::from_value::<Blueprint>(v3).map_err(|e| e.to_string()));
+            match read {
+                Ok(blueprint) => blueprints.push(blueprint),
+                Err(problem) => undecodable.push(("Blueprint", Arc::new(Undecodable { metadata, problem }))),
+            }
+        }
+        return Ok((blueprints, version));
+    }
+    Err(LiveError::NoCrd)
 }
 
 /// What the controller's caches hold for `namespace`, listed once.
 async fn read(client: &kube::Client, namespace: &str, blueprint: &Blueprint) -> Result<ClusterObjects, LiveError> {
     let mut objects = ClusterObjects::default();
     let all = ListParams::default();
-    objects.blueprints = list::<Blueprint>(client, namespace, "Blueprint", &all, &mut objects.undecodable).await?;
+    // The Go operator 2.x's cluster has no BlueprintMask CRD: no masks.
     objects.blueprint_masks =
-        list::<BlueprintMaskObject>(client, namespace, "BlueprintMask", &all, &mut objects.undecodable).await?;
+        match list::<BlueprintMaskObject>(client, namespace, "BlueprintMask", &all, &mut objects.undecodable).await {
+            Err(LiveError::Read { source: kube::Error::Api(status), .. }) if status.code == 404 => Vec::new(),
+            other => other?,
+        };
     objects.dogus = list::<Dogu>(client, namespace, "Dogu", &all, &mut objects.undecodable).await?;
     objects.components = list::<Component>(client, namespace, "Component", &all, &mut objects.undecodable).await?;
     let ces = ListParams::default().labels(selector::CES_OBJECTS);

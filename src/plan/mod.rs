@@ -30,7 +30,8 @@ pub enum Format {
 }
 
 pub struct PlanArgs {
-    pub blueprint: PathBuf,
+    /// The Blueprint's file; none: the namespace's only Blueprint in the cluster (or the snapshot).
+    pub blueprint: Option<PathBuf>,
     /// Snapshots of the cluster's objects (all of them together); none: the live cluster of the
     /// kubeconfig ([`live::run`]).
     pub cluster: Vec<PathBuf>,
@@ -55,6 +56,8 @@ pub struct PlanArgs {
 pub struct PlanOutput {
     pub stdout: String,
     pub warnings: Vec<String>,
+    /// What the reader should know about where the plan's input came from (stderr, `note:`).
+    pub notes: Vec<String>,
     /// 0: nothing to do, 2: changes pending, 1: the blueprint cannot be processed.
     pub exit_code: i32,
     pub error: Option<String>,
@@ -74,12 +77,25 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
     if args.cluster.is_empty() {
         return Err(InputError { file: PathBuf::from("--cluster"), message: "no cluster snapshot was given".into() });
     }
-    let blueprint = input::read_blueprint(&args.blueprint)?;
     let mut cluster = input::ClusterObjects::default();
     for file in &args.cluster {
         cluster.extend(input::read_cluster(file)?);
     }
-    let namespace = namespace_of(args, &blueprint, "ecosystem");
+    let (blueprint, namespace) = match &args.blueprint {
+        Some(file) => {
+            let blueprint = input::read_blueprint(file)?;
+            let namespace = namespace_of(args, &blueprint, "ecosystem");
+            (blueprint, namespace)
+        }
+        None => {
+            let namespace = args.namespace.clone().unwrap_or_else(|| "ecosystem".to_owned());
+            let stored =
+                cluster.blueprints.iter().filter(|b| b.metadata.namespace.as_deref().is_none_or(|ns| ns == namespace));
+            let blueprint = only_blueprint(stored.cloned().collect(), &namespace, "the snapshot")
+                .map_err(|message| InputError { file: PathBuf::from("--cluster"), message })?;
+            (blueprint, namespace)
+        }
+    };
     let wanted = blueprint_machine::Reading::of(&blueprint, &cluster.masks_in(&namespace)).wanted_descriptors();
     let config_maps: Vec<&ConfigMap> = cluster
         .config_maps
@@ -88,6 +104,21 @@ pub fn run(args: &PlanArgs) -> Result<PlanOutput, InputError> {
         .collect();
     let descriptors = input::read_descriptors(&config_maps, args.descriptors.as_deref(), &wanted)?;
     Ok(plan(args, blueprint, &cluster, descriptors, &namespace))
+}
+
+/// The one Blueprint of `namespace` in `stored` (as `status` picks it), or why there is none to plan.
+pub(crate) fn only_blueprint(mut stored: Vec<Blueprint>, namespace: &str, place: &str) -> Result<Blueprint, String> {
+    match stored.len() {
+        1 => Ok(stored.remove(0)),
+        0 => Err(format!("no Blueprint in namespace {namespace:?} of {place}: give the Blueprint with -f FILE")),
+        count => {
+            let names: Vec<&str> = stored.iter().filter_map(|b| b.metadata.name.as_deref()).collect();
+            Err(format!(
+                "{count} Blueprints in namespace {namespace:?} of {place} ({}): give the one to plan with -f FILE",
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// The namespace the plan is for: `--namespace`, else the Blueprint's, else `fallback`.
@@ -124,7 +155,7 @@ pub fn plan(
         }
     };
     let (exit_code, error) = exit(&decision);
-    PlanOutput { stdout, warnings, exit_code, error }
+    PlanOutput { stdout, warnings, notes: Vec::new(), exit_code, error }
 }
 
 fn exit(decision: &Decision) -> (i32, Option<String>) {

@@ -58,7 +58,7 @@ pub fn answer(body: &[u8]) -> (StatusCode, Vec<u8>) {
     write_head(&mut out, api_version, review.kind.as_deref(), &request.uid);
     let desired = &request.desired_api_version;
     let Some((_, to)) = ApiVersion::parse(desired) else {
-        let message = format!("desiredAPIVersion {desired:?} is not a served Blueprint version (v2 or v3)");
+        let message = format!("desiredAPIVersion {desired:?} is not a served Blueprint version (v1, v2 or v3)");
         write_failure(&mut out, &message, "ConversionFailed");
         return (StatusCode::OK, out);
     };
@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(answer["response"]["result"]["status"], "Failure");
         assert_eq!(answer["response"]["result"]["reason"], "ConversionFailed");
         assert_eq!(answer["response"]["result"]["message"], "object 1: kind \"Dogu\" is not a Blueprint");
-        let unserved = answered(&review(json!([blueprint("v3")]), "k8s.cloudogu.com/v1"));
+        let unserved = answered(&review(json!([blueprint("v3")]), "k8s.cloudogu.com/v4"));
         assert!(
             unserved["response"]["result"]["message"].as_str().unwrap().contains("is not a served Blueprint version")
         );

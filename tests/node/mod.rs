@@ -13,6 +13,7 @@ mod cluster_up;
 mod faults;
 mod install;
 mod memory;
+mod migration;
 mod restart;
 mod rollout;
 mod security;
@@ -39,6 +40,21 @@ pub fn turn() -> (&'static Node, MutexGuard<'static, ()>) {
 /// The seeded ecosystem of `namespace` with its simulated dogu and component operators, once per
 /// namespace; they run on a runtime of their own for as long as the test process, like the node.
 pub fn ecosystem(node: &'static Node, namespace: &'static str, behaviour: Behaviour, descriptors: Vec<String>) {
+    seed(node, namespace, behaviour, descriptors, None);
+}
+
+/// The same with the objects of `cluster` (an example's cluster.yaml): an ecosystem installed before.
+pub fn seeded_ecosystem(node: &'static Node, namespace: &'static str, behaviour: Behaviour, cluster: &str) {
+    seed(node, namespace, behaviour, Vec::new(), Some(cluster.to_owned()));
+}
+
+fn seed(
+    node: &'static Node,
+    namespace: &'static str,
+    behaviour: Behaviour,
+    descriptors: Vec<String>,
+    cluster: Option<String>,
+) {
     static SEEDED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
     let mut seeded = SEEDED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !seeded.get_or_insert_with(HashSet::new).insert(namespace) {
@@ -50,7 +66,8 @@ pub fn ecosystem(node: &'static Node, namespace: &'static str, behaviour: Behavi
         .spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
             runtime.block_on(async move {
-                match chart::ecosystem(node, namespace, behaviour).await {
+                let cluster = cluster.as_deref().unwrap_or(blueprint_operator::sandbox::seed::DEFAULT_CLUSTER);
+                match chart::seeded_ecosystem(node, namespace, behaviour, cluster).await {
                     Ok(sandbox) => {
                         for descriptor in &descriptors {
                             sandbox.registry.add(descriptor).expect("a valid descriptor");

@@ -7,6 +7,7 @@ pub mod dogu;
 pub mod mask;
 mod meta;
 mod schema;
+pub mod v1;
 pub mod v3;
 
 pub use blueprint::*;
@@ -24,7 +25,8 @@ pub const WEBHOOK_NAMESPACE: &str = "ecosystem";
 /// The path of the conversion webhook.
 pub const WEBHOOK_PATH: &str = "/convert";
 
-/// The Blueprint CRD as we install it: `v3` (stored) and `v2`, converted by the operator's webhook.
+/// The Blueprint CRD as we install it: `v3` (stored), `v2` and `v1` (deprecated), converted by the
+/// operator's webhook.
 ///
 /// Derived from the types (v3), then adjusted where the derive cannot say what upstream's CRD says:
 /// `spec` is optional at the root (a spec-less Blueprint is stored by the API server, and the operator
@@ -63,7 +65,7 @@ pub fn blueprint_crd() -> CustomResourceDefinition {
     set_schema(&mut v2, v2_schema);
     set_schema(&mut stored, v3_schema);
     stored.storage = true;
-    crd.spec.versions = vec![v2, stored];
+    crd.spec.versions = vec![v1::version(), v2, stored];
     crd.spec.conversion = Some(CustomResourceConversion {
         strategy: "Webhook".into(),
         webhook: Some(WebhookConversion {

@@ -27,16 +27,22 @@ mod json;
 mod kept;
 mod to_v2;
 mod to_v3;
+pub mod v1;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// On a v2 object: the fields of its v3 form that v2 cannot hold, as JSON (reserved: do not write it).
+/// On a v2 or v1 object: the fields of its v3 form that the version cannot hold, as JSON (reserved: do
+/// not write it).
 pub const V3_FIELDS_ANNOTATION: &str = "blueprint.k8s.cloudogu.com/v3-fields";
+/// On a v3 or v2 object read from v1: what v1 held that v3 cannot ([`v1::V1Fields`]; reserved).
+pub const V1_FIELDS_ANNOTATION: &str = "blueprint.k8s.cloudogu.com/v1-fields";
 
 /// A served version of the Blueprint API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ApiVersion {
+    /// Cloudogu's Go operator 2.x: the blueprint and its mask as JSON texts ([`v1`]).
+    V1,
     V2,
     V3,
 }
@@ -47,15 +53,17 @@ impl ApiVersion {
     pub fn parse(api_version: &str) -> Option<(&str, ApiVersion)> {
         let (group, version) = api_version.split_once('/')?;
         match version {
+            "v1" => Some((group, ApiVersion::V1)),
             "v2" => Some((group, ApiVersion::V2)),
             "v3" => Some((group, ApiVersion::V3)),
             _ => None,
         }
     }
 
-    /// `v2` or `v3`.
+    /// `v1`, `v2` or `v3`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ApiVersion::V1 => "v1",
             ApiVersion::V2 => "v2",
             ApiVersion::V3 => "v3",
         }
@@ -71,7 +79,7 @@ pub enum ConversionError {
     NotJson(String),
     #[error("kind {0:?} is not a Blueprint")]
     NotABlueprint(String),
-    #[error("apiVersion {0:?} is not a served Blueprint version (v2 or v3, such as k8s.cloudogu.com/v3)")]
+    #[error("apiVersion {0:?} is not a served Blueprint version (v1, v2 or v3, such as k8s.cloudogu.com/v3)")]
     UnknownVersion(String),
     #[error("{path} must be an object")]
     NotAnObjectAt { path: &'static str },
@@ -79,6 +87,10 @@ pub enum ConversionError {
         "the annotation {V3_FIELDS_ANNOTATION} does not hold what v3 allows ({0}); it holds the v3 fields of a Blueprint read through v2 and is not to be written by hand: remove it, or write the Blueprint through v3"
     )]
     ForgedV3Fields(String),
+    #[error(
+        "the annotation {annotation} does not hold what the conversion writes there ({problem}); it is the conversion's, not to be written by hand: remove it"
+    )]
+    ForgedAnnotation { annotation: &'static str, problem: String },
 }
 
 /// `object` (a Blueprint of either served version) in version `to`, in the same group.
@@ -116,6 +128,17 @@ pub fn convert_into(object: &RawValue, to: ApiVersion, out: &mut Vec<u8>) -> Res
     match (from, to) {
         (ApiVersion::V2, ApiVersion::V3) => to_v3::write(object, &converted, out),
         (ApiVersion::V3, ApiVersion::V2) => to_v2::write(object, &converted, out),
+        (ApiVersion::V1, ApiVersion::V3) => v1::to_v3(object.get(), &converted, out),
+        (ApiVersion::V3, ApiVersion::V1) => v1::to_v1(object.get(), &converted, out),
+        // Between v1 and v2 through v3 (each way is lossless).
+        (ApiVersion::V1, ApiVersion::V2) => {
+            let v3 = through(object, ApiVersion::V3, group)?;
+            to_v2::write(&v3, &converted, out)
+        }
+        (ApiVersion::V2, ApiVersion::V1) => {
+            let v3 = through(object, ApiVersion::V3, group)?;
+            v1::to_v1(v3.get(), &converted, out)
+        }
         _ => json::rewrite_object(
             object,
             out,
@@ -127,4 +150,21 @@ pub fn convert_into(object: &RawValue, to: ApiVersion, out: &mut Vec<u8>) -> Res
             |_| Ok(()),
         ),
     }
+}
+
+/// `object` converted to `version` (in `group`), as text.
+fn through(object: &RawValue, version: ApiVersion, group: &str) -> Result<Box<RawValue>, ConversionError> {
+    let mut text = Vec::with_capacity(object.get().len());
+    let api_version = format!("{group}/{}", version.as_str());
+    match version {
+        ApiVersion::V3 => match ApiVersion::parse(
+            &json::field(object, "apiVersion").and_then(|(_, v)| json::string(v)).unwrap_or_default(),
+        ) {
+            Some((_, ApiVersion::V1)) => v1::to_v3(object.get(), &api_version, &mut text)?,
+            _ => to_v3::write(object, &api_version, &mut text)?,
+        },
+        _ => unreachable!("conversions go through v3"),
+    }
+    let text = String::from_utf8(text).map_err(|e| ConversionError::NotJson(e.to_string()))?;
+    RawValue::from_string(text).map_err(|e| ConversionError::NotJson(e.to_string()))
 }

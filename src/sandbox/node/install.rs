@@ -55,6 +55,17 @@ pub fn helm(node: &Node, namespace: &str, args: &[&str]) -> Result<String, Strin
 /// the node, named in the Secret the chart gives the operator; the simulated dogu and component
 /// operators running.
 pub async fn ecosystem(node: &Node, namespace: &str, behaviour: Behaviour) -> Result<Sandbox, String> {
+    seeded_ecosystem(node, namespace, behaviour, seed::DEFAULT_CLUSTER).await
+}
+
+/// The same with the objects of `cluster` (a `kubectl get -o yaml` list, such as an example's
+/// cluster.yaml) but its Blueprints and health config: an ecosystem some operator installed before.
+pub async fn seeded_ecosystem(
+    node: &Node,
+    namespace: &str,
+    behaviour: Behaviour,
+    cluster: &str,
+) -> Result<Sandbox, String> {
     node.kubectl(&["create", "namespace", namespace])?;
     let options = SandboxOptions {
         backend: Backend::KubeApiserver { admin: Box::new(node.plane.admin_config(namespace).await), operator: None },
@@ -64,10 +75,11 @@ pub async fn ecosystem(node: &Node, namespace: &str, behaviour: Behaviour) -> Re
         ..SandboxOptions::default()
     };
     let mut sandbox = Sandbox::start(options, None).await.map_err(|e| e.to_string())?;
-    let objects: Vec<_> = seed::objects(seed::DEFAULT_CLUSTER)
+    let objects: Vec<_> = seed::objects(cluster)
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|object| object.pointer("/metadata/name") != Some(&json!("k8s-blueprint-operator-health-config")))
+        .filter(|object| object.get("kind") != Some(&json!("Blueprint")))
         .collect();
     seed::cluster(&sandbox.cluster, namespace, &objects).await.map_err(|e| e.to_string())?;
     seed::registry(&sandbox.cluster, &sandbox.registry, namespace, &seed::builtin_descriptors())

@@ -1,0 +1,288 @@
+//! docs/migration.md, run as it is written, for every era of Cloudogu's Go operator: a cluster as that
+//! era leaves it (its CRD and its operator's chart as Helm releases, recorded in tests/fixtures/eras/;
+//! the Blueprint it stored, with its status; the ecosystem it installed, examples/upgrade/cluster.yaml),
+//! then the guide's way in and its way back, each step's `bash` block in a shell with the guide's
+//! variables. After every step every Blueprint reads in every version the cluster serves; the way in
+//! ends with the Blueprint Completed, nothing in the ecosystem changed and only v3 stored; the way back
+//! ends with the era's own CRD (no webhook), only the era's version stored, and the Blueprint as the Go
+//! operator reads it. (There is no image of the Go operator here: its chart runs 0 replicas, so "the
+//! Go operator reads it" is its API version's read, not its reconcile.)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use blueprint_operator::sandbox::node::{Node, install as chart};
+use serde_json::Value;
+
+use super::{json, kubectl, turn};
+
+/// One era: its Blueprint API and the namespace its ecosystem lives in.
+struct Era {
+    api: &'static str,
+    namespace: &'static str,
+}
+
+#[test]
+fn in_from_and_back_to_the_go_operator_2x_blueprints_v1() {
+    migrate(Era { api: "v1", namespace: "era-v1" });
+}
+
+#[test]
+fn in_from_and_back_to_the_go_operator_3_0_0_cr1_blueprints_v2() {
+    migrate(Era { api: "v2", namespace: "era-v2" });
+}
+
+#[test]
+fn in_from_and_back_to_the_go_operator_3x_blueprints_v3() {
+    migrate(Era { api: "v3", namespace: "era-v3" });
+}
+
+const BLUEPRINT: &str = "blueprint-ces";
+const CRD: &str = "blueprints.k8s.cloudogu.com";
+
+fn migrate(era: Era) {
+    let (node, _turn) = turn();
+    let fixtures = crate::crd::repository(&format!("tests/fixtures/eras/{}", era.api));
+    let work = tempfile::tempdir().unwrap();
+    let crd_chart = crd_chart(&fixtures, work.path());
+    let ns = era.namespace;
+
+    // A cluster without this operator (another scenario's release and CRDs gone).
+    for namespace in [super::ECOSYSTEM, ns] {
+        let _ = chart::helm(node, namespace, &["uninstall", chart::RELEASE, "--wait"]);
+        let _ = chart::helm(node, namespace, &["uninstall", "k8s-blueprint-operator-crd", "--wait"]);
+    }
+    for crd in [CRD, "blueprintmasks.k8s.cloudogu.com"] {
+        let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
+    }
+
+    // The era: the ecosystem its operator installed, its CRD's and its operator's releases, its Blueprint.
+    let cluster = std::fs::read_to_string(crate::crd::repository("examples/upgrade/cluster.yaml")).unwrap();
+    super::seeded_ecosystem(node, ns, super::behaviour(), &cluster);
+    super::helm(node, ns, &["install", "k8s-blueprint-operator-crd", crd_chart.to_str().unwrap()]);
+    kubectl(node, &["wait", "--for=condition=Established", &format!("crd/{CRD}"), "--timeout=60s"]);
+    let go_chart = fixtures.join("go-operator-chart");
+    super::helm(node, ns, &["install", chart::RELEASE, go_chart.to_str().unwrap()]);
+    store_blueprint(node, &fixtures, ns);
+    readable(node, ns, "the era's cluster");
+    let ecosystem_before = ecosystem(node, ns);
+
+    let guide = Guide::read();
+    let env = Env::new(node, ns, era.api, &crd_chart, &go_chart);
+    for step in ["1. Plan", "2. Stop the Go operator", "3. Install this operator", "4. Store every Blueprint"] {
+        env.run(&guide.block(step), step);
+        readable(node, ns, step);
+    }
+    super::completed(node, ns, BLUEPRINT, Duration::from_secs(60));
+    assert_eq!(ecosystem(node, ns), ecosystem_before, "the switch wrote nothing into the ecosystem");
+    let crd = json(node, &["get", "crd", CRD]);
+    assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v3"]), "{}", crd["status"]);
+    assert_eq!(stored_version(&crd), "v3");
+
+    // The way back: the era's own CRD, nothing stored in another version, the Blueprint in its API.
+    let back = node.plane.dir.join("kube-apiserver.log");
+    let log_before = std::fs::read_to_string(&back).unwrap_or_default().len();
+    env.run(&guide.block("The way back"), "The way back");
+    let crd = json(node, &["get", "crd", CRD]);
+    let served: Vec<&str> =
+        crd["spec"]["versions"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(served, era_versions(era.api), "the era's CRD: {}", crd["spec"]["versions"]);
+    assert!(crd["spec"]["conversion"]["webhook"].is_null(), "no webhook left: {}", crd["spec"]["conversion"]);
+    assert_eq!(crd["status"]["storedVersions"], serde_json::json!([era.api]));
+    let blueprint = json(node, &["get", &format!("blueprints.{}.k8s.cloudogu.com", era.api), BLUEPRINT, "-n", ns]);
+    go_operator_reads(era.api, &blueprint);
+    for release in ["k8s-blueprint-operator-crd", chart::RELEASE] {
+        let status = super::helm(node, ns, &["status", release, "-o", "json"]);
+        let status: Value = serde_json::from_str(&status).unwrap();
+        assert_eq!(status["info"]["status"], "deployed", "{release}: {}", status["info"]);
+        assert!(status["chart"]["metadata"]["name"].as_str().unwrap().starts_with("k8s-blueprint-operator"));
+    }
+    // Nothing on the way back needed a conversion the API server could not make.
+    let log = std::fs::read_to_string(&back).unwrap_or_default();
+    let failures: Vec<&str> =
+        log.get(log_before..).unwrap_or_default().lines().filter(|l| l.contains("conversion webhook")).collect();
+    assert!(failures.is_empty(), "conversion failures on the way back: {failures:#?}");
+
+    // Left as the next scenario expects a cluster: neither operator, no Blueprint CRD.
+    for release in [chart::RELEASE, "k8s-blueprint-operator-crd"] {
+        super::helm(node, ns, &["uninstall", release, "--wait"]);
+    }
+    for crd in [CRD, "blueprintmasks.k8s.cloudogu.com"] {
+        let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
+    }
+}
+
+/// The versions the era's own CRD serves.
+fn era_versions(api: &str) -> Vec<&str> {
+    vec![api]
+}
+
+fn stored_version(crd: &Value) -> String {
+    let versions = crd["spec"]["versions"].as_array().unwrap();
+    versions.iter().find(|v| v["storage"] == true).unwrap()["name"].as_str().unwrap().to_owned()
+}
+
+/// What the Go operator of the era reads: its own version's fields, completed.
+fn go_operator_reads(api: &str, blueprint: &Value) {
+    match api {
+        "v1" => {
+            assert_eq!(blueprint["status"]["phase"], "completed", "{}", blueprint["status"]);
+            let text = blueprint["spec"]["blueprint"].as_str().expect("v1's blueprint is JSON text");
+            let inner: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(inner["blueprintApi"], "v2");
+            assert_eq!(inner["dogus"].as_array().map(Vec::len), Some(7), "{inner}");
+            assert!(text.contains("\"sa-ldap/password\":\"*****\""), "the censored key as the Go operator wrote it");
+            assert!(blueprint["spec"]["blueprintMask"].as_str().is_some());
+        }
+        _ => {
+            let conditions = blueprint["status"]["conditions"].as_array().expect("conditions");
+            let completed = conditions.iter().find(|c| c["type"] == "Completed").expect("Completed");
+            assert_eq!(completed["status"], "True", "{completed}");
+            assert_eq!(blueprint["spec"]["blueprint"]["dogus"].as_array().map(Vec::len), Some(7));
+        }
+    }
+}
+
+/// Every Blueprint of `namespace` reads in every version the CRD serves (through the webhook where
+/// it is stored in another).
+fn readable(node: &Node, namespace: &str, step: &str) {
+    let crd = json(node, &["get", "crd", CRD]);
+    for version in crd["spec"]["versions"].as_array().unwrap() {
+        let name = version["name"].as_str().unwrap();
+        if version["served"] != true {
+            continue;
+        }
+        let read = super::wait(Duration::from_secs(60), &format!("{step}: Blueprints read as {name}"), || {
+            node.kubectl(&["get", &format!("blueprints.{name}.k8s.cloudogu.com"), "-n", namespace, "-o", "json"])
+        });
+        let list: Value = serde_json::from_str(&read).unwrap();
+        let items = list["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{step}: one Blueprint as {name}");
+        assert_eq!(items[0]["apiVersion"], format!("k8s.cloudogu.com/{name}"));
+    }
+}
+
+/// What the switch must not change: the Dogus' and Components' specs, the config ConfigMaps' data.
+fn ecosystem(node: &Node, namespace: &str) -> Vec<(String, Value)> {
+    let mut state = Vec::new();
+    for kind in ["dogus", "components"] {
+        for item in json(node, &["get", kind, "-n", namespace])["items"].as_array().unwrap() {
+            state.push((format!("{kind}/{}", super::name(item)), item["spec"].clone()));
+        }
+    }
+    for name in ["global-config", "redmine-config"] {
+        let config = json(node, &["get", "configmap", name, "-n", namespace]);
+        state.push((format!("configmap/{name}"), config["data"].clone()));
+    }
+    state
+}
+
+/// The era's Blueprint as its Go operator stored it: created, then its status written.
+fn store_blueprint(node: &Node, fixtures: &Path, namespace: &str) {
+    let text = std::fs::read_to_string(fixtures.join("blueprint.yaml")).unwrap();
+    let mut object: Value = serde_saphyr::from_str(&text).unwrap();
+    object["metadata"]["namespace"] = Value::from(namespace);
+    let status = object.as_object_mut().unwrap().remove("status").expect("the fixture has a status");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blueprint.json");
+    std::fs::write(&file, object.to_string()).unwrap();
+    kubectl(node, &["create", "-f", file.to_str().unwrap()]);
+    let patch = serde_json::json!({"status": status}).to_string();
+    kubectl(
+        node,
+        &["patch", "blueprint", BLUEPRINT, "-n", namespace, "--subresource=status", "--type=merge", "-p", &patch],
+    );
+}
+
+/// The era's CRD as the Go operator's CRD chart installs it (a release of its own).
+fn crd_chart(fixtures: &Path, work: &Path) -> PathBuf {
+    let dir = work.join("k8s-blueprint-operator-crd");
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: k8s-blueprint-operator-crd\nversion: 0.0.0-fixture\n",
+    )
+    .unwrap();
+    std::fs::copy(fixtures.join("crd.yaml"), dir.join("templates/crd.yaml")).unwrap();
+    dir
+}
+
+/// docs/migration.md's `bash` blocks, by the heading they follow.
+struct Guide {
+    blocks: Vec<(String, String)>,
+}
+
+impl Guide {
+    fn read() -> Guide {
+        let text = std::fs::read_to_string(crate::crd::repository("docs/migration.md")).unwrap();
+        let (mut blocks, mut heading, mut block) = (Vec::new(), String::new(), None::<String>);
+        for line in text.lines() {
+            match &mut block {
+                Some(body) if line.starts_with("```") => {
+                    blocks.push((heading.clone(), std::mem::take(body)));
+                    block = None;
+                }
+                Some(body) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+                None if line == "```bash" => block = Some(String::new()),
+                None if line.starts_with('#') => heading = line.trim_start_matches('#').trim().to_owned(),
+                None => {}
+            }
+        }
+        Guide { blocks }
+    }
+
+    /// The one block under the heading that starts with `heading`.
+    fn block(&self, heading: &str) -> String {
+        let found: Vec<&String> = self.blocks.iter().filter(|(h, _)| h.starts_with(heading)).map(|(_, b)| b).collect();
+        assert_eq!(found.len(), 1, "docs/migration.md: one bash block under {heading:?}");
+        found[0].clone()
+    }
+}
+
+/// The guide's variables and tools: this build's binary, the pinned kubectl and helm, the node's admin.
+struct Env {
+    vars: Vec<(String, String)>,
+}
+
+impl Env {
+    fn new(node: &Node, namespace: &str, api: &str, crd_chart: &Path, go_chart: &Path) -> Env {
+        let binary = PathBuf::from(env!("CARGO_BIN_EXE_blueprint-operator"));
+        let path = format!(
+            "{}:{}:{}",
+            binary.parent().unwrap().display(),
+            chart::helm_binary().parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let home = node.dir.join("helm");
+        let vars = [
+            ("PATH", path),
+            ("KUBECONFIG", node.plane.kubeconfig.display().to_string()),
+            ("HELM_CACHE_HOME", home.join("cache").display().to_string()),
+            ("HELM_CONFIG_HOME", home.join("config").display().to_string()),
+            ("HELM_DATA_HOME", home.join("data").display().to_string()),
+            ("NS", namespace.to_owned()),
+            ("CHART", chart::chart().display().to_string()),
+            ("ERA_API", api.to_owned()),
+            ("GO_CHART", go_chart.display().to_string()),
+            ("GO_CRD_CHART", crd_chart.display().to_string()),
+        ];
+        Env { vars: vars.into_iter().map(|(k, v)| (k.to_owned(), v)).collect() }
+    }
+
+    /// Runs `script` as the guide's reader would (bash, stopping at the first failing command).
+    fn run(&self, script: &str, step: &str) {
+        let output = Command::new("bash")
+            .args(["-euo", "pipefail", "-c", script])
+            .envs(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(crate::crd::repository(""))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        eprintln!("docs/migration.md, {step}:\n{script}{text}");
+        assert!(output.status.success(), "docs/migration.md, {step}: {}\n{text}", output.status);
+    }
+}
