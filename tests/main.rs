@@ -5,6 +5,7 @@ mod cli_docs;
 mod cluster;
 mod convert_cli;
 mod crd;
+mod docs;
 mod image;
 mod journal;
 mod monitoring;

@@ -236,15 +236,16 @@ fn crd_prints_the_committed_manifest() {
     assert_eq!(stdout(&output), committed);
 }
 
-/// The README shows `plan` on the examples and `replay` on the corpus with their real output, and the
-/// real `--help`; this keeps it true.
+/// The README and docs/cli.md show `plan` on the examples and `replay` on the corpus with their real
+/// output, and the real `--help`; this keeps them true.
 #[test]
 fn the_readme_shows_the_real_plan_output() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let read = |file: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    let readme = read("README.md") + &read("docs/cli.md");
     let mut checked = 0;
     let mut lines = readme.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some((subcommand, command)) = ["plan", "replay"]
+        let Some((subcommand, command)) = ["plan", "replay", "convert"]
             .iter()
             .find_map(|s| line.strip_prefix(&format!("$ blueprint-operator {s} ")).map(|c| (*s, c)))
         else {
@@ -290,7 +291,7 @@ fn the_readme_shows_the_real_plan_output() {
         assert_eq!(output.status.code(), Some(exit_code), "README exit code of `{subcommand} {command}`");
         checked += 1;
     }
-    let help = readme.split("$ blueprint-operator --help\n").nth(1).expect("the README shows --help");
+    let help = readme.split("$ blueprint-operator --help\n").nth(1).expect("docs/cli.md shows --help");
     let help = help.split("\n```").next().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_blueprint-operator")).arg("--help").output().unwrap();
     assert_eq!(stdout(&output).trim_end(), help, "README --help is out of date");

@@ -101,7 +101,7 @@ fn applying_our_crd_over_the_v3_era_crd_keeps_every_stored_blueprint() {
     assert_eq!(crd["status"]["storedVersions"], json!(["v3"]));
     let served: Vec<&str> =
         crd["spec"]["versions"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
-    assert_eq!(served, ["v2", "v3"]);
+    assert_eq!(served, ["v1", "v2", "v3"]);
 
     for (name, before) in &stored {
         let after = read(&namespace, name, "v3");
