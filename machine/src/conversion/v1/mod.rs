@@ -25,6 +25,7 @@
 //! Unlike the v2 conversion this one decodes the object into types: v1 objects are small, and every
 //! free-form value (a component's `deployConfig`) and the metadata's fields stay JSON text.
 
+mod diff;
 mod kept;
 mod wire;
 
@@ -32,14 +33,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::value::RawValue;
 
+use diff::{diff_to_v1, diff_to_v3};
 pub use kept::V1Fields;
 use kept::{KeptClass, KeptEntry, V3Fields};
 use wire::*;
 
 use super::{ConversionError, V1_FIELDS_ANNOTATION, V3_FIELDS_ANNOTATION};
 use crate::api::{
-    BlueprintConfig, BlueprintDogu, BlueprintMask, BlueprintMaskManifest, CombinedDoguConfigDiff, ConfigEntry,
-    ConfigEntryDiff, DoguDiff, DoguDiffState, MaskDogu, PlatformConfig,
+    BlueprintConfig, BlueprintDogu, BlueprintMask, BlueprintMaskManifest, ConfigEntry, MaskDogu, PlatformConfig,
 };
 
 /// What the Go operator writes in place of a sensitive value it applied.
@@ -535,108 +536,4 @@ fn entries_to_v1(entries: Vec<ConfigEntry>, kept: &mut Vec<KeptEntry>) -> KeysV1
         }
     }
     keys
-}
-
-fn diff_to_v3(diff: StateDiffV1) -> StateDiffV3 {
-    let dogu_state = |s: DoguDiffStateV1| DoguDiffState {
-        namespace: s.namespace.unwrap_or_default(),
-        version: s.version.filter(|v| !v.is_empty()),
-        absent: s.installation_state == "absent",
-        resource_config: s.resource_config.filter(|r| *r != Default::default()),
-        reverse_proxy_config: s.reverse_proxy_config.filter(|r| *r != Default::default()),
-        additional_mounts: s.additional_mounts,
-    };
-    let component_state = |s: ComponentDiffStateV1| ComponentDiffStateV3 {
-        distribution_namespace: s.distribution_namespace.unwrap_or_default(),
-        version: s.version.filter(|v| !v.is_empty()),
-        absent: s.installation_state == "absent",
-        deploy_config: s.deploy_config,
-    };
-    StateDiffV3 {
-        dogu_diffs: diff
-            .dogu_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = DoguDiff {
-                    actual: dogu_state(d.actual),
-                    expected: dogu_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        component_diffs: diff
-            .component_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = ComponentDiffV3 {
-                    actual: component_state(d.actual),
-                    expected: component_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        dogu_config_diffs: diff.dogu_config_diffs.into_iter().map(|(d, c)| (d, without_sensitive_values(c))).collect(),
-        global_config_diff: diff.global_config_diff,
-    }
-}
-
-fn diff_to_v1(diff: StateDiffV3) -> StateDiffV1 {
-    let state = |absent: bool| if absent { "absent" } else { "present" }.to_owned();
-    let dogu_state = |s: DoguDiffState| DoguDiffStateV1 {
-        namespace: Some(s.namespace).filter(|n| !n.is_empty()),
-        installation_state: state(s.absent),
-        version: s.version,
-        resource_config: s.resource_config.map(|mut r| {
-            r.storage_class_name = None;
-            r
-        }),
-        reverse_proxy_config: s.reverse_proxy_config,
-        additional_mounts: s.additional_mounts,
-    };
-    let component_state = |s: ComponentDiffStateV3| ComponentDiffStateV1 {
-        distribution_namespace: Some(s.distribution_namespace).filter(|n| !n.is_empty()),
-        installation_state: state(s.absent),
-        version: s.version,
-        deploy_config: s.deploy_config,
-    };
-    StateDiffV1 {
-        dogu_diffs: diff
-            .dogu_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = DoguDiffV1 {
-                    actual: dogu_state(d.actual),
-                    expected: dogu_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        component_diffs: diff
-            .component_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = ComponentDiffV1 {
-                    actual: component_state(d.actual),
-                    expected: component_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        dogu_config_diffs: diff.dogu_config_diffs.into_iter().map(|(d, c)| (d, without_sensitive_values(c))).collect(),
-        global_config_diff: diff.global_config_diff,
-    }
-}
-
-/// A state diff never shows a sensitive value (v1's `*****` included).
-fn without_sensitive_values(mut diff: CombinedDoguConfigDiff) -> CombinedDoguConfigDiff {
-    for entry in &mut diff.sensitive_dogu_config_diff {
-        let ConfigEntryDiff { actual, expected, .. } = entry;
-        actual.value = None;
-        expected.value = None;
-    }
-    diff
 }
