@@ -15,10 +15,10 @@ plan:
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ]
 
 ## test: every test of the workspace, the real-API-server and node suites included (it builds the
-## control plane, helm, the node and the operator's image first: make kube helm node image)
+## control plane, helm, the node and the operator's image first: make kube helm node image); the node's
+## scenarios run in a test process of their own beside the rest (tools/test.sh says why)
 test: kube helm node image
-	$(CARGO) test --workspace --all-targets --locked
-	$(CARGO) test --workspace --doc --locked
+	@CARGO="$(CARGO)" tools/test.sh
 
 ## kube: kube-apiserver, etcd and kubectl of the pinned Kubernetes release, built from the Go module
 ## proxy into target/kube/bin (once; later runs reuse them)

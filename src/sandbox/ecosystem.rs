@@ -106,6 +106,8 @@ pub async fn run(
     loop {
         // The earliest moment a finished piece of work may report its start (see below).
         let mut next_second: Option<Instant> = None;
+        // The dogus whose work is done but waits for that moment: `next_second` is when they are due.
+        let mut waiting_for_second: BTreeSet<String> = BTreeSet::new();
         // Dogus.
         let current: BTreeMap<String, Arc<Dogu>> =
             dogus.state().iter().filter_map(|d| d.object().cloned()).map(|d| (d.name_any(), d)).collect();
@@ -216,6 +218,7 @@ pub async fn run(
                     if let Some(wait) = wait_for_second.filter(|_| Instant::now() >= started + delay) {
                         next_second =
                             Some(next_second.map_or(Instant::now() + wait, |d: Instant| d.min(Instant::now() + wait)));
+                        waiting_for_second.insert(name.clone());
                     } else if Instant::now() >= started + delay {
                         let version = match &work {
                             Work::Install { version } => version.clone(),
@@ -288,8 +291,11 @@ pub async fn run(
         }
 
         // Sleep until the next piece of work is due or something changes.
+        // (A dogu waiting for the next second is not due at its work's end, which has passed: that
+        // would wake this loop at once, again and again, and a paused clock would never advance.)
         let due = dogu_work
             .iter()
+            .filter(|(name, _)| !waiting_for_second.contains(*name))
             .map(|(name, (work, since))| {
                 let delay = match work {
                     Work::Install { .. }

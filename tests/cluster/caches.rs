@@ -30,10 +30,14 @@ use crate::support::process::{Killed, free_port};
 
 const APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// How much the big objects may add to the operator's peak: a page of them (10) of each of the two
-/// metadata lists, held while it is read and decoded (kube holds a response twice, then decodes it).
-const PAGE_KIB: u64 = 20 * 1024;
+/// metadata lists, held while it is read and decoded (kube holds a response twice, then decodes it),
+/// about 4 MB of JSON. Measured (debug build, 2026-12-05, 4 runs): 14–20 MiB above the peak without
+/// them; held for their life, the 150 Secrets' annotations alone would add 33 MiB.
+const PAGE_KIB: u64 = 24 * 1024;
 /// How much three times as many of them may add: their number does not count (the memory is flat).
-const FLAT_KIB: u64 = 4 * 1024;
+/// Whether one more page is in flight at the peak depends on timing: measured 50 → 150 added -0.3 to
+/// 6 MiB; held for their life, the 100 more would add 22 MiB.
+const FLAT_KIB: u64 = 10 * 1024;
 
 /// `count` Secrets and a third as many ConfigMaps, each as `kubectl apply` leaves it: `size` bytes of
 /// data and their copy in the last-applied annotation.
