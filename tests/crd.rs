@@ -5,7 +5,7 @@ use std::path::Path;
 
 use blueprint_machine::api::{Blueprint, blueprint_crd};
 use blueprint_operator::crd::{self, Which};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub fn repository(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -48,7 +48,10 @@ fn the_blueprint_crd_has_upstreams_identity() {
         [("Status", ".status.phase"), ("DryRun", ".spec.dryRun"), ("Age", ".metadata.creationTimestamp")],
         "upstream's v1 columns"
     );
-    assert!(v1.subresources.as_ref().unwrap().status.is_some());
+    // A status subresource in every version: `status: {}`, not `status: null` (which is none at all).
+    for version in [v1, v2, v3] {
+        assert_eq!(serde_json::to_value(&version.subresources).unwrap(), json!({"status": {}}), "{}", version.name);
+    }
     assert_eq!((v2.name.as_str(), v2.served, v2.storage), ("v2", true, false));
     assert_eq!((v3.name.as_str(), v3.served, v3.storage), ("v3", true, true), "v3 is stored (docs/api-versions.md)");
     let conversion = crd.spec.conversion.as_ref().unwrap();

@@ -8,8 +8,8 @@
 //! upstream's `phase` and takes the effective blueprint and the state diff as they come.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceColumnDefinition, CustomResourceDefinitionVersion, CustomResourceSubresources,
-    CustomResourceValidation, JSONSchemaProps,
+    CustomResourceColumnDefinition, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
+    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps,
 };
 use serde_json::json;
 
@@ -30,7 +30,11 @@ pub fn version() -> CustomResourceDefinitionVersion {
             column("Age", "date", ".metadata.creationTimestamp"),
         ]),
         schema: Some(CustomResourceValidation { open_api_v3_schema: Some(schema()) }),
-        subresources: Some(CustomResourceSubresources { status: Some(Default::default()), scale: None }),
+        // `status: {}` (the default is JSON null: no status subresource), as the Go operator's v1 CRD has it.
+        subresources: Some(CustomResourceSubresources {
+            status: Some(CustomResourceSubresourceStatus(json!({}))),
+            scale: None,
+        }),
         selectable_fields: None,
     }
 }

@@ -293,14 +293,16 @@ pub async fn discovery(rig: Rig) {
     }
     let (_, v1) = rig.call("GET", "/apis/k8s.cloudogu.com/v1", JSON, Value::Null).await;
     // The project's kinds only: the real control plane also serves the backup operator's Restores.
-    let listed: Vec<&str> = v1["resources"]
+    // v1 is the Go operator 2.x's Blueprint API (served, deprecated) and the Components' only one.
+    let mut listed: Vec<&str> = v1["resources"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .filter(|r| !r.starts_with("restores") && !r.starts_with("debugmodes"))
         .collect();
-    assert_eq!(listed, ["components", "components/status"]);
+    listed.sort();
+    assert_eq!(listed, ["blueprints", "blueprints/status", "components", "components/status"]);
     let bp = resources["resources"].as_array().unwrap().iter().find(|r| r["name"] == "blueprints").unwrap();
     assert_eq!(bp["shortNames"], json!(["bp"]));
     assert_eq!(bp["namespaced"], true);
@@ -537,9 +539,8 @@ pub async fn openapi_v3_serves_the_crds_schemas(rig: Rig) {
         schemas.iter().find(|(_, s)| s["x-kubernetes-group-version-kind"] == gvk).expect("the Blueprint's schema");
     assert_eq!(name, "com.cloudogu.k8s.v2.Blueprint");
     let crd = blueprint_machine::api::blueprint_crd();
-    let wanted =
-        serde_json::to_value(crd.spec.versions[0].schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap())
-            .unwrap();
+    let v2 = crd.spec.versions.iter().find(|v| v.name == "v2").expect("the CRD serves v2");
+    let wanted = serde_json::to_value(v2.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap()).unwrap();
     let keys = |schema: &Value| {
         schema["properties"]["spec"]["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>()
     };
