@@ -485,3 +485,37 @@ fn every_value_is_documented() {
     assert!(paths.len() > 20, "{paths:?}");
     assert_eq!(undocumented, Vec::<&String>::new(), "values without a row in docs/helm.md");
 }
+
+/// The CES component operator mirrors images through `component-patch-tpl.yaml` (upstream's
+/// convention): the image it names is the one the chart runs by default, and every value it patches is a
+/// value of the chart. The chart's annotations name the components a platform installs first.
+#[test]
+fn the_component_operators_image_patch_and_dependencies_match_the_chart() {
+    let patch = yaml_file(&repository("charts/blueprint-operator/component-patch-tpl.yaml"));
+    let values = yaml_file(&repository("charts/blueprint-operator/values.yaml"));
+    let chart = yaml_file(&repository("charts/blueprint-operator/Chart.yaml"));
+    let image = &values["manager"]["image"];
+    let default = format!(
+        "{}/{}:{}",
+        image["registry"].as_str().unwrap(),
+        image["repository"].as_str().unwrap(),
+        chart["appVersion"].as_str().unwrap()
+    );
+    assert_eq!(patch["values"]["images"]["blueprintOperator"], default.as_str());
+    let patched = &patch["patches"]["values.yaml"]["manager"]["image"];
+    let mut fields: Vec<&str> = patched.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort();
+    assert_eq!(fields, ["registry", "repository", "tag"]);
+    for field in fields {
+        assert!(!image[field].is_null(), "manager.image.{field} is not a value of the chart");
+        assert!(patched[field].as_str().unwrap().contains(".images.blueprintOperator"), "{field}");
+    }
+    let dependencies: Vec<&str> = chart["annotations"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter_map(|k| k.strip_prefix("k8s.cloudogu.com/ces-dependency/"))
+        .collect();
+    assert!(dependencies.contains(&"k8s-dogu-operator-crd") && dependencies.contains(&"k8s-component-operator-crd"));
+    assert!(!dependencies.contains(&"k8s-blueprint-operator-crd"), "the chart ships the Blueprint CRD itself");
+}
