@@ -22,13 +22,21 @@ pub struct Discovered {
     pub debug_mode: Option<ApiResource>,
 }
 
+/// The version both kinds are served in (and the Components': it is served wherever a CES platform is).
+const VERSION: &str = "v1";
+
+/// One request: the resources of `k8s.cloudogu.com/v1`, not the group's discovery (`/apis` and then
+/// every version of the group, four requests).
 pub async fn discover(client: &kube::Client) -> Discovered {
-    match tokio::time::timeout(DISCOVERY_TIMEOUT, kube::discovery::oneshot::group(client, GROUP)).await {
-        // Across the group's versions, not `recommended_kind`: that looks in the group's preferred
-        // version only (v2: Blueprints, Dogus), and these kinds are v1.
-        Ok(Ok(group)) => {
-            let resources = group.resources_by_stability();
-            let find = |kind: &str| resources.iter().map(|(resource, _)| resource).find(|r| r.kind == kind).cloned();
+    let group_version = format!("{GROUP}/{VERSION}");
+    match tokio::time::timeout(DISCOVERY_TIMEOUT, client.list_api_group_resources(&group_version)).await {
+        Ok(Ok(list)) => {
+            let find = |kind: &str| {
+                // The kind's own resource, not a subresource (`restores/status` has the kind too).
+                let resource = list.resources.iter().find(|r| r.kind == kind && !r.name.contains('/'))?;
+                let gvk = GroupVersionKind::gvk(GROUP, VERSION, kind);
+                Some(ApiResource::from_gvk_with_plural(&gvk, &resource.name))
+            };
             let discovered = Discovered { restore: find(RESTORE), debug_mode: find(DEBUG_MODE) };
             tracing::info!(
                 restores = discovered.restore.is_some(),
