@@ -1,6 +1,8 @@
 //! The status's state diff between v1 and v3: the same diff in two shapes (`installationState` and
 //! `absent`, empty strings and none); a sensitive value never shows in either.
 
+use std::collections::BTreeMap;
+
 use super::wire::*;
 use crate::api::{CombinedDoguConfigDiff, ConfigEntryDiff, DoguDiff, DoguDiffState};
 
@@ -20,31 +22,17 @@ pub(super) fn diff_to_v3(diff: StateDiffV1) -> StateDiffV3 {
         deploy_config: s.deploy_config,
     };
     StateDiffV3 {
-        dogu_diffs: diff
-            .dogu_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = DoguDiff {
-                    actual: dogu_state(d.actual),
-                    expected: dogu_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        component_diffs: diff
-            .component_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = ComponentDiffV3 {
-                    actual: component_state(d.actual),
-                    expected: component_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        dogu_config_diffs: diff.dogu_config_diffs.into_iter().map(|(d, c)| (d, without_sensitive_values(c))).collect(),
+        dogu_diffs: each(diff.dogu_diffs, |d| DoguDiff {
+            actual: dogu_state(d.actual),
+            expected: dogu_state(d.expected),
+            needed_actions: d.needed_actions,
+        }),
+        component_diffs: each(diff.component_diffs, |d| ComponentDiffV3 {
+            actual: component_state(d.actual),
+            expected: component_state(d.expected),
+            needed_actions: d.needed_actions,
+        }),
+        dogu_config_diffs: each(diff.dogu_config_diffs, without_sensitive_values),
         global_config_diff: diff.global_config_diff,
     }
 }
@@ -69,33 +57,24 @@ pub(super) fn diff_to_v1(diff: StateDiffV3) -> StateDiffV1 {
         deploy_config: s.deploy_config,
     };
     StateDiffV1 {
-        dogu_diffs: diff
-            .dogu_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = DoguDiffV1 {
-                    actual: dogu_state(d.actual),
-                    expected: dogu_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        component_diffs: diff
-            .component_diffs
-            .into_iter()
-            .map(|(name, d)| {
-                let diff = ComponentDiffV1 {
-                    actual: component_state(d.actual),
-                    expected: component_state(d.expected),
-                    needed_actions: d.needed_actions,
-                };
-                (name, diff)
-            })
-            .collect(),
-        dogu_config_diffs: diff.dogu_config_diffs.into_iter().map(|(d, c)| (d, without_sensitive_values(c))).collect(),
+        dogu_diffs: each(diff.dogu_diffs, |d| DoguDiffV1 {
+            actual: dogu_state(d.actual),
+            expected: dogu_state(d.expected),
+            needed_actions: d.needed_actions,
+        }),
+        component_diffs: each(diff.component_diffs, |d| ComponentDiffV1 {
+            actual: component_state(d.actual),
+            expected: component_state(d.expected),
+            needed_actions: d.needed_actions,
+        }),
+        dogu_config_diffs: each(diff.dogu_config_diffs, without_sensitive_values),
         global_config_diff: diff.global_config_diff,
     }
+}
+
+/// Every entry of a diff's map, by name, through `convert`.
+fn each<D, E>(diffs: BTreeMap<String, D>, convert: impl Fn(D) -> E) -> BTreeMap<String, E> {
+    diffs.into_iter().map(|(name, d)| (name, convert(d))).collect()
 }
 
 /// A state diff never shows a sensitive value (v1's `*****` included).
