@@ -224,9 +224,15 @@ pub enum Command {
     /// Print the manual page (roff): `blueprint-operator man | man -l -`.
     Man,
     /// Print a CRD manifest.
+    ///
+    /// With `--webhook-namespace`, the Blueprint CRD's conversion webhook names the operator running
+    /// there and trusts the CA of its Secret (read from the cluster): applied once the operator serves,
+    /// the CRD is never without a webhook the API server can reach (docs/migration.md, step 3).
     Crd {
         #[arg(value_enum, default_value = "blueprint")]
         which: crd::Which,
+        #[command(flatten)]
+        webhook: crd::LiveWebhook,
     },
 }
 
@@ -307,6 +313,11 @@ fn on_a_cluster(
     }
 }
 
+/// `text` on standard output; a reader gone (`| head`) is not an error worth a panic, as `print!` makes it.
+fn out(text: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+}
+
 /// A positive number of bytes, written as a Kubernetes quantity.
 fn parse_bytes(text: &str) -> Result<u64, String> {
     match blueprint_machine::quantity_bytes(text)? {
@@ -359,7 +370,7 @@ pub fn main() -> ExitCode {
                     for warning in &output.warnings {
                         eprintln!("warning: {warning}");
                     }
-                    print!("{}", output.stdout);
+                    out(&output.stdout);
                     ExitCode::from(output.exit_code)
                 }
                 Err(error) => {
@@ -371,7 +382,7 @@ pub fn main() -> ExitCode {
         Command::Convert { file, to, output } => {
             match crate::convert::run(&crate::convert::ConvertArgs { file, to, output }) {
                 Ok(converted) => {
-                    print!("{converted}");
+                    out(&converted);
                     ExitCode::SUCCESS
                 }
                 Err(error) => {
@@ -439,10 +450,26 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Command::Crd { which } => {
-            print!("{}", crd::yaml(which));
-            ExitCode::SUCCESS
-        }
+        Command::Crd { which, webhook } => match webhook.namespace {
+            None => {
+                out(&crd::yaml(which));
+                ExitCode::SUCCESS
+            }
+            Some(_) => {
+                let runtime =
+                    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+                match runtime.block_on(crd::with_live_webhook(which, &webhook)) {
+                    Ok(text) => {
+                        out(&text);
+                        ExitCode::SUCCESS
+                    }
+                    Err(error) => {
+                        eprintln!("error: {error}");
+                        ExitCode::from(1)
+                    }
+                }
+            }
+        },
         Command::Plan {
             blueprint,
             cluster,
@@ -501,7 +528,7 @@ pub fn main() -> ExitCode {
                     for warning in &result.warnings {
                         eprintln!("warning: {warning}");
                     }
-                    print!("{}", result.stdout);
+                    out(&result.stdout);
                     if let Some(error) = &result.error {
                         eprintln!("error: {error}");
                     }

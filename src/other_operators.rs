@@ -20,6 +20,10 @@ const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 pub struct Discovered {
     pub restore: Option<ApiResource>,
     pub debug_mode: Option<ApiResource>,
+    /// Whether Blueprints are served in v1 too, as only this operator's CRD serves them (a Go
+    /// operator's serves one version: 2.x's v1, 3.0.0-CR1's v2, 3.x's v3). `None`: not known (the
+    /// discovery failed), which does not hold the start.
+    pub own_blueprint_crd: Option<bool>,
 }
 
 /// The version both kinds are served in (and the Components': it is served wherever a CES platform is).
@@ -37,13 +41,8 @@ pub async fn discover(client: &kube::Client) -> Discovered {
                 let gvk = GroupVersionKind::gvk(GROUP, VERSION, kind);
                 Some(ApiResource::from_gvk_with_plural(&gvk, &resource.name))
             };
-            let discovered = Discovered { restore: find(RESTORE), debug_mode: find(DEBUG_MODE) };
-            tracing::info!(
-                restores = discovered.restore.is_some(),
-                debug_mode = discovered.debug_mode.is_some(),
-                "kinds of other operators watched"
-            );
-            discovered
+            let own_blueprint_crd = Some(list.resources.iter().any(|r| r.name == "blueprints"));
+            Discovered { restore: find(RESTORE), debug_mode: find(DEBUG_MODE), own_blueprint_crd }
         }
         Ok(Err(error)) => {
             tracing::info!(%error, "no kinds of other operators discovered: restores and debug mode are not watched");

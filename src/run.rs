@@ -150,14 +150,17 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     // Ready: the webhook has a certificate to serve, and the caches are synced; a standby, which waits
     // for the Lease and has no caches, is ready with its webhook (the webhook Service sends to ready
     // replicas only, and a rollout waits for new replicas, which start as standbys, to be ready).
-    let ready = Arc::new(AtomicBool::new(false));
+    // A leader that waits for this operator's CRDs (a Go operator's still in place) is ready likewise
+    // (controller::started).
+    let started = Arc::new(controller::Started::default());
     let standby = Arc::new(AtomicBool::new(settings.leader_election));
     let mut readiness = http::Readiness::default();
     if let Some(certificate) = webhook {
         readiness = readiness.with("webhook has no certificate yet", move || certificate.is_set());
     }
-    let (synced, waiting) = (http::flag(&ready), http::flag(&standby));
-    let readiness = readiness.with("caches not synced", move || synced() || waiting());
+    let (probed, waiting) = (started.clone(), http::flag(&standby));
+    let readiness =
+        readiness.with("caches not synced", move || probed.synced() || probed.waiting_for_crds() || waiting());
     let router = http::router(readiness, metrics.clone());
     let mut addresses = vec![settings.health_address];
     if settings.metrics_address != settings.health_address {
@@ -194,7 +197,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
     if !settings.leader_election {
         // The only replica writes: it leads.
         metrics.leader.set(1);
-        controller::run_controller(client, options, metrics, ready, terminated).await;
+        controller::run_controller(client, options, metrics, started, terminated).await;
         return Ok(());
     }
 
@@ -233,7 +236,7 @@ pub async fn run(journal: Option<JournalSettings>) -> Result<(), RunError> {
         }
         let _ = stop_sender.send(lost_leadership);
     };
-    controller::run_controller(guarded, options, metrics.clone(), ready, stop).await;
+    controller::run_controller(guarded, options, metrics.clone(), started, stop).await;
     metrics.leader.set(0);
     // Given up at once, so that a standby takes over without waiting for the Lease to expire.
     leadership.release(RELEASE_TIMEOUT).await;

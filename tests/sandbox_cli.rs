@@ -49,3 +49,52 @@ fn a_blocked_or_stopped_blueprint_ends_at_once_without_a_time_to_converge() {
     );
     assert!(!text.contains("time to converge"), "{text}");
 }
+
+/// docs/cli.md's `sandbox --serve` and the kubectl commands beside it, as they are written: the
+/// sandbox serves, the real kubectl (`make kube`) lists, describes and applies against it.
+#[test]
+fn the_served_sandbox_answers_the_kubectl_commands_the_docs_show() {
+    use crate::support::doc_blocks::{self, DocBlocks};
+    let docs = DocBlocks::read("docs/cli.md");
+    let serve = docs.block("`sandbox`", "--serve 127.0.0.1:18080");
+    let commands = docs.block("`sandbox`", "kubectl --server http://127.0.0.1:18080");
+    let binary = Path::new(env!("CARGO_BIN_EXE_blueprint-operator"));
+    let kubectl = blueprint_operator::sandbox::control_plane::bin_dir();
+    let path =
+        format!("{}:{}:{}", binary.parent().unwrap().display(), kubectl.display(), std::env::var("PATH").unwrap());
+    let vars = vec![("PATH".to_owned(), path)];
+
+    // The first block in the background, as in its own terminal (exec: the kill reaches the sandbox).
+    let mut sandbox = Command::new("bash")
+        .args(["-c", &format!("exec {}", serve.trim())])
+        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let serving = loop {
+        let probe = Command::new(kubectl.join("kubectl"))
+            .args(["--server", "http://127.0.0.1:18080", "-n", "ecosystem", "get", "blueprint", "blueprint-ces"])
+            .output()
+            .expect("kubectl runs (make kube)");
+        if probe.status.success() {
+            break true;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) || sandbox.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let (ok, output) = if serving { doc_blocks::run(&commands, &vars) } else { (false, String::new()) };
+    let _ = sandbox.kill();
+    let _ = sandbox.wait();
+    assert!(serving, "the sandbox serves its Blueprint on 127.0.0.1:18080 within 60 s");
+    assert!(ok, "docs/cli.md's kubectl commands:\n{commands}{output}");
+    for shown in
+        ["blueprint.k8s.cloudogu.com/blueprint-ces", "component.k8s.cloudogu.com/", "Conditions:", "configured"]
+    {
+        assert!(output.contains(shown), "{shown:?} in:\n{output}");
+    }
+}

@@ -1,6 +1,6 @@
 //! The operator's settings, from the environment (as upstream's chart sets them).
 
-mod webhook;
+pub mod webhook;
 
 pub use webhook::DEFAULT_SECRET as DEFAULT_WEBHOOK_SECRET;
 

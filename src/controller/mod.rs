@@ -2,12 +2,12 @@
 //! everything a reconcile observes, each change of which triggers a (debounced) reconcile.
 
 pub mod debounce;
+pub mod started;
 pub mod triggers;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::{FutureExt, Stream, StreamExt};
@@ -25,8 +25,10 @@ use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::naming::selector;
 
 pub use debounce::Debounce;
+pub use started::Started;
 
 use debounce::Debounced;
+use started::OwnKind;
 use triggers::{Events, Targets};
 
 use crate::caches::{Filled, Kept, Stores, slim};
@@ -137,7 +139,7 @@ pub async fn run_controller(
     client: Client,
     options: Options,
     metrics: Arc<Metrics>,
-    ready: Arc<AtomicBool>,
+    started: Arc<Started>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let namespace = options.namespace.clone();
@@ -178,7 +180,7 @@ pub async fn run_controller(
     // Restores and the DebugMode, where their operators' CRDs are installed. A shutdown meanwhile
     // (the API server slow to answer at the start) ends it: nothing is in flight yet.
     let discovered = tokio::select! {
-        discovered = crate::other_operators::discover(&c) => discovered,
+        discovered = own_crd_discovered(&c, &started) => discovered,
         () = shutdown.clone() => return,
     };
     let (restores, restore_changes) = reflect_other(&c, &ns, discovered.restore, crate::other_operators::RESTORE);
@@ -186,6 +188,8 @@ pub async fn run_controller(
         reflect_other(&c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
 
     let blueprint_changes = forget_deleted(blueprint_changes, blueprint_reader.clone(), metrics.clone(), ns.clone());
+    let blueprint_changes = started.note_served(OwnKind::Blueprint, blueprint_changes);
+    let mask_changes = started.note_served(OwnKind::BlueprintMask, mask_changes);
     let (mut filling, filled) = Filled::new();
     let blueprint_changes = filling.track(blueprint_changes);
     let dogu_changes = filling.track(dogu_changes);
@@ -235,7 +239,7 @@ pub async fn run_controller(
         let stores = stores.clone();
         async move {
             if stores.ready().await.is_ok() {
-                ready.store(true, Ordering::Relaxed);
+                started.mark_synced();
                 tracing::info!("caches synced");
             }
         }
@@ -287,6 +291,39 @@ pub async fn run_controller(
                 "in-flight reconciles did not finish within the shutdown grace period: stopping without them"
             );
         },
+    }
+}
+
+/// How often the discovery is asked again while a Go operator's Blueprint CRD is in place.
+const OWN_CRD_RETRY: Duration = Duration::from_secs(5);
+
+/// The discovery at the start, once this operator's Blueprint CRD is in place. A Go operator's CRD
+/// may serve the very version this operator reads (3.x's v3) under another schema, which would prune
+/// what this operator writes: nothing is watched or written until ours is applied (docs/migration.md,
+/// step 3), and meanwhile the replica is ready with its webhook ([`started`]). Discovery has no watch:
+/// it is asked again every [`OWN_CRD_RETRY`], in this state only.
+async fn own_crd_discovered(client: &Client, started: &Started) -> crate::other_operators::Discovered {
+    loop {
+        let discovered = crate::other_operators::discover(client).await;
+        if discovered.own_blueprint_crd != Some(false) {
+            if started.note(OwnKind::Blueprint, true) {
+                tracing::info!("this operator's Blueprint CRD is in place");
+            }
+            if discovered.own_blueprint_crd.is_some() {
+                tracing::info!(
+                    restores = discovered.restore.is_some(),
+                    debug_mode = discovered.debug_mode.is_some(),
+                    "kinds of other operators watched"
+                );
+            }
+            return discovered;
+        }
+        if started.note(OwnKind::Blueprint, false) {
+            tracing::warn!(
+                "the Blueprint CRD is not this operator's (it serves no k8s.cloudogu.com/v1 Blueprints): waiting for ours; the webhook serves meanwhile (docs/migration.md)"
+            );
+        }
+        tokio::time::sleep(OWN_CRD_RETRY).await;
     }
 }
 

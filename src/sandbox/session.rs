@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -298,7 +297,7 @@ impl Sandbox {
             let shutdown = async move {
                 let _ = stopped.await;
             };
-            controller::run_controller(client, options, metrics, Arc::new(AtomicBool::new(false)), shutdown).await;
+            controller::run_controller(client, options, metrics, Arc::default(), shutdown).await;
         });
         self.controller = Some(RunningController { stop, task, version: version.to_owned() });
     }

@@ -1,4 +1,5 @@
-//! `helm install` as a user runs it, without `--skip-crds`: on a cluster without the CRDs, and again
+//! `helm install` as a user runs it, without `--skip-crds`: the README's install block as it is written,
+//! on a cluster without the CRDs; docs/helm.md's install, upgrade and uninstall as written; and again
 //! over the CRDs an earlier install left (with the CA the operator wrote into the Blueprint CRD). Every
 //! replica runs the image as a Pod, becomes Ready through its probes, reaches the API server with its
 //! in-cluster configuration (the Pod's projected ServiceAccount token, `KUBERNETES_SERVICE_HOST`); one
@@ -10,7 +11,8 @@ use std::time::{Duration, Instant};
 use blueprint_operator::sandbox::node::install as chart;
 use serde_json::Value;
 
-use super::{ECOSYSTEM, behaviour, completed, ecosystem, fresh_install, helm, json, kubectl, leader, ready_pods, turn};
+use super::{ECOSYSTEM, behaviour, completed, ecosystem, helm, json, kubectl, leader, ready_pods, turn};
+use crate::support::doc_blocks::{self, DocBlocks};
 
 #[test]
 fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
@@ -24,10 +26,18 @@ fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
         let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
     }
 
+    // The README's install: the chart, a Blueprint (the fresh-install example), `status --watch` until
+    // it is completed.
     let started = Instant::now();
-    helm(node, ECOSYSTEM, &["install", chart::RELEASE, chart_dir]);
+    let readme = DocBlocks::read("README.md").block("Install", "helm install");
+    let (ok, output) = doc_blocks::run(&readme, &super::shell_env(node));
+    assert!(ok, "README.md's install block:\n{readme}{output}");
+    eprintln!(
+        "measured: README's install block (helm install --wait, apply, status --watch) {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(output.contains("Completed=True"), "status --watch ends completed:\n{output}");
     let pods = ready_pods(node, ECOSYSTEM, 2);
-    eprintln!("measured: helm install to 2 Ready Pods in {:.1}s", started.elapsed().as_secs_f64());
     for crd in ["blueprints.k8s.cloudogu.com", "blueprintmasks.k8s.cloudogu.com"] {
         kubectl(node, &["wait", "--for=condition=Established", &format!("crd/{crd}"), "--timeout=60s"]);
     }
@@ -57,12 +67,6 @@ fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
         holder.clone().filter(|h| pods.contains(h)).ok_or(format!("{holder:?}, not one of {pods:?}"))
     });
 
-    super::converting(node, ECOSYSTEM);
-    super::apply(node, &fresh_install(ECOSYSTEM));
-    let started = Instant::now();
-    completed(node, ECOSYSTEM, "blueprint-ces", Duration::from_secs(180));
-    eprintln!("measured: fresh-install example Completed in {:.1}s", started.elapsed().as_secs_f64());
-
     // A v2 client: the API server stores v3 and asks the webhook, through its Service and kube-proxy.
     let v2 = super::wait(Duration::from_secs(60), "a v2 read through the webhook", || {
         node.kubectl(&["get", "blueprints.v2.k8s.cloudogu.com", "blueprint-ces", "-n", ECOSYSTEM, "-o", "json"])
@@ -75,10 +79,16 @@ fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
     assert_eq!(client["service"]["name"], "blueprint-operator-webhook", "{client}");
     assert!(client["caBundle"].as_str().is_some_and(|ca| !ca.is_empty()), "the operator wrote its CA: {client}");
 
-    // Uninstalled, the CRDs and the Blueprint stay; installed again over them (the CA the operator
-    // wrote is not the chart's), the release works as before.
+    // docs/helm.md's install, upgrade and uninstall, as written, after an uninstall: the CRDs and the
+    // Blueprint stay throughout.
     helm(node, ECOSYSTEM, &["uninstall", chart::RELEASE, "--wait"]);
+    let lifecycle = DocBlocks::read("docs/helm.md").block("Install, upgrade, uninstall", "helm install");
+    let (ok, output) = doc_blocks::run(&lifecycle, &super::shell_env(node));
+    assert!(ok, "docs/helm.md's install, upgrade and uninstall:\n{lifecycle}{output}");
     kubectl(node, &["get", "blueprint", "blueprint-ces", "-n", ECOSYSTEM]);
+
+    // Installed again over them (the CA the operator wrote is not the chart's), the release works as
+    // before.
     helm(node, ECOSYSTEM, &["install", chart::RELEASE, chart_dir]);
     ready_pods(node, ECOSYSTEM, 2);
     super::converting(node, ECOSYSTEM);

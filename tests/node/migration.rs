@@ -9,13 +9,13 @@
 //! Go operator reads it" is its API version's read, not its reconcile.)
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use blueprint_operator::sandbox::node::{Node, install as chart};
 use serde_json::Value;
 
 use super::{json, kubectl, turn};
+use crate::support::doc_blocks::{self, DocBlocks};
 
 /// One era: its Blueprint API and the namespace its ecosystem lives in.
 struct Era {
@@ -76,25 +76,24 @@ fn migrate(era: Era) {
     readable(node, ns, "the era's cluster");
     let ecosystem_before = ecosystem(node, ns);
 
-    let guide = Guide::read();
+    let guide = DocBlocks::read("docs/migration.md");
     let env = Env::new(node, ns, era.api, &crd_chart, &go_chart);
+    // The guide's first question: which era is this?
+    let (ok, which) = doc_blocks::run(&guide.block("Which era you run", "kubectl get crd"), &env.vars);
+    assert!(ok && which.trim() == format!("{0} [\"{0}\"]", era.api), "the era as the guide tells it: {which}");
     let api_log = node.plane.dir.join("kube-apiserver.log");
     let log_length = || std::fs::read_to_string(&api_log).unwrap_or_default().len();
-    let mut window = 0;
+    // After every step of the way in: every Blueprint reads in every served version, and the API
+    // server converted everything it was asked to (our CRD comes only once the webhook serves).
     for step in ["1. Plan", "2. Stop the Go operator", "3. Install this operator", "4. Store every Blueprint"] {
         let before = log_length();
-        env.run(&guide.block(step), step);
+        env.run(&guide.block(step, ""), step);
         readable(node, ns, step);
         let log = std::fs::read_to_string(&api_log).unwrap_or_default();
-        let failed = log.get(before..).unwrap_or_default().lines().filter(|l| l.contains("conversion webhook")).count();
-        if step.starts_with('3') {
-            window = failed;
-        } else {
-            assert_eq!(failed, 0, "{step}: the API server failed to convert");
-        }
+        let failures: Vec<&str> =
+            log.get(before..).unwrap_or_default().lines().filter(|l| l.contains("conversion webhook")).collect();
+        assert!(failures.is_empty(), "{step}: the API server failed to convert: {failures:#?}");
     }
-    // The window docs/migration.md describes: our CRD applied, the webhook not yet serving.
-    eprintln!("measured: {window} conversion failures logged by the API server during `helm install` ({})", era.api);
     super::completed(node, ns, BLUEPRINT, Duration::from_secs(60));
     assert_eq!(ecosystem(node, ns), ecosystem_before, "the switch wrote nothing into the ecosystem");
     let crd = json(node, &["get", "crd", CRD]);
@@ -103,7 +102,7 @@ fn migrate(era: Era) {
 
     // The way back: the era's own CRD, nothing stored in another version, the Blueprint in its API.
     let log_before = log_length();
-    env.run(&guide.block("The way back"), "The way back");
+    env.run(&guide.block("The way back", ""), "The way back");
     let crd = json(node, &["get", "crd", CRD]);
     let served: Vec<&str> =
         crd["spec"]["versions"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
@@ -112,6 +111,7 @@ fn migrate(era: Era) {
     assert_eq!(crd["status"]["storedVersions"], serde_json::json!([era.api]));
     let blueprint = json(node, &["get", &format!("blueprints.{}.k8s.cloudogu.com", era.api), BLUEPRINT, "-n", ns]);
     go_operator_reads(era.api, &blueprint);
+    nothing_lost(&fixtures, &blueprint);
     let releases: Value = serde_json::from_str(&super::helm(node, ns, &["list", "-o", "json"])).unwrap();
     let mut deployed: Vec<(String, String)> = releases
         .as_array()
@@ -179,6 +179,62 @@ fn go_operator_reads(api: &str, blueprint: &Value) {
     }
 }
 
+/// The way back lost nothing of what the Go operator (and the administrator) had stored: the spec as
+/// the fixture has it (v1's JSON texts compared as JSON), every label and annotation, every field of
+/// the status.
+fn nothing_lost(fixtures: &Path, blueprint: &Value) {
+    let text = std::fs::read_to_string(fixtures.join("blueprint.yaml")).unwrap();
+    let stored: Value = serde_saphyr::from_str(&text).unwrap();
+    let as_json = |spec: &Value| -> Value {
+        let mut spec = spec.clone();
+        for field in ["blueprint", "blueprintMask"] {
+            if let Some(text) = spec[field].as_str() {
+                spec[field] = serde_json::from_str(text).unwrap();
+            }
+        }
+        for dogu in spec["blueprint"]["dogus"].as_array_mut().into_iter().flatten() {
+            without_go_nones(dogu);
+        }
+        spec
+    };
+    assert_eq!(as_json(&blueprint["spec"]), as_json(&stored["spec"]), "the spec, back as it was stored");
+    for (field, added) in [("labels", ADMINS_LABEL), ("annotations", ADMINS_ANNOTATION)] {
+        let mut wanted = stored["metadata"][field].as_object().cloned().unwrap_or_default();
+        wanted.insert(added.0.to_owned(), Value::from(added.1));
+        for (key, value) in wanted {
+            assert_eq!(blueprint["metadata"][field][&key], value, "metadata.{field}.{key} kept");
+        }
+    }
+    for (field, value) in stored["status"].as_object().unwrap() {
+        let back = &blueprint["status"][field];
+        assert!(
+            !back.is_null() && std::mem::discriminant(back) == std::mem::discriminant(value),
+            "status.{field}: {back}"
+        );
+    }
+}
+
+/// A dogu of v1's JSON text without what the Go operator 2.x writes for "none" and reads as none:
+/// `minVolumeSize: "0"`, `reverseProxy: {}`, and the objects they leave empty (docs/api-versions.md, D57:
+/// the conversion to v3 keeps none of them, so the way back writes none).
+fn without_go_nones(dogu: &mut Value) {
+    let Some(platform) = dogu.get_mut("platformConfig").and_then(Value::as_object_mut) else { return };
+    if let Some(resource) = platform.get_mut("resource").and_then(Value::as_object_mut)
+        && resource.get("minVolumeSize").and_then(Value::as_str) == Some("0")
+    {
+        resource.remove("minVolumeSize");
+    }
+    platform.retain(|_, value| value.as_object().is_none_or(|object| !object.is_empty()));
+    if platform.is_empty() {
+        dogu.as_object_mut().unwrap().remove("platformConfig");
+    }
+}
+
+/// What an administrator had put on the Go operator's Blueprint (a GitOps tool's, a team's).
+const ADMINS_LABEL: (&str, &str) = ("team.example.com/owner", "platform");
+const ADMINS_ANNOTATION: (&str, &str) =
+    ("argocd.argoproj.io/tracking-id", "ces:k8s.cloudogu.com/Blueprint:ecosystem/blueprint-ces");
+
 /// Every Blueprint of `namespace` reads in every version the CRD serves (through the webhook where
 /// it is stored in another).
 fn readable(node: &Node, namespace: &str, step: &str) {
@@ -218,6 +274,8 @@ fn store_blueprint(node: &Node, fixtures: &Path, namespace: &str) {
     let text = std::fs::read_to_string(fixtures.join("blueprint.yaml")).unwrap();
     let mut object: Value = serde_saphyr::from_str(&text).unwrap();
     object["metadata"]["namespace"] = Value::from(namespace);
+    object["metadata"]["labels"][ADMINS_LABEL.0] = Value::from(ADMINS_LABEL.1);
+    object["metadata"]["annotations"][ADMINS_ANNOTATION.0] = Value::from(ADMINS_ANNOTATION.1);
     let status = object.as_object_mut().unwrap().remove("status").expect("the fixture has a status");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("blueprint.json");
@@ -243,81 +301,28 @@ fn crd_chart(fixtures: &Path, work: &Path) -> PathBuf {
     dir
 }
 
-/// docs/migration.md's `bash` blocks, by the heading they follow.
-struct Guide {
-    blocks: Vec<(String, String)>,
-}
-
-impl Guide {
-    fn read() -> Guide {
-        let text = std::fs::read_to_string(crate::crd::repository("docs/migration.md")).unwrap();
-        let (mut blocks, mut heading, mut block) = (Vec::new(), String::new(), None::<String>);
-        for line in text.lines() {
-            match &mut block {
-                Some(body) if line.starts_with("```") => {
-                    blocks.push((heading.clone(), std::mem::take(body)));
-                    block = None;
-                }
-                Some(body) => {
-                    body.push_str(line);
-                    body.push('\n');
-                }
-                None if line == "```bash" => block = Some(String::new()),
-                None if line.starts_with('#') => heading = line.trim_start_matches('#').trim().to_owned(),
-                None => {}
-            }
-        }
-        Guide { blocks }
-    }
-
-    /// The one block under the heading that starts with `heading`.
-    fn block(&self, heading: &str) -> String {
-        let found: Vec<&String> = self.blocks.iter().filter(|(h, _)| h.starts_with(heading)).map(|(_, b)| b).collect();
-        assert_eq!(found.len(), 1, "docs/migration.md: one bash block under {heading:?}");
-        found[0].clone()
-    }
-}
-
-/// The guide's variables and tools: this build's binary, the pinned kubectl and helm, the node's admin.
+/// The guide's variables and tools ([`super::shell_env`]) with the era's.
 struct Env {
     vars: Vec<(String, String)>,
 }
 
 impl Env {
     fn new(node: &Node, namespace: &str, api: &str, crd_chart: &Path, go_chart: &Path) -> Env {
-        let binary = PathBuf::from(env!("CARGO_BIN_EXE_blueprint-operator"));
-        let path = format!(
-            "{}:{}:{}",
-            binary.parent().unwrap().display(),
-            chart::helm_binary().parent().unwrap().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let home = node.dir.join("helm");
-        let vars = [
-            ("PATH", path),
-            ("KUBECONFIG", node.plane.kubeconfig.display().to_string()),
-            ("HELM_CACHE_HOME", home.join("cache").display().to_string()),
-            ("HELM_CONFIG_HOME", home.join("config").display().to_string()),
-            ("HELM_DATA_HOME", home.join("data").display().to_string()),
-            ("NS", namespace.to_owned()),
-            ("CHART", chart::chart().display().to_string()),
-            ("ERA_API", api.to_owned()),
-            ("GO_CHART", go_chart.display().to_string()),
-            ("GO_CRD_CHART", crd_chart.display().to_string()),
-        ];
-        Env { vars: vars.into_iter().map(|(k, v)| (k.to_owned(), v)).collect() }
+        let mut vars = super::shell_env(node);
+        vars.extend([
+            ("NS".to_owned(), namespace.to_owned()),
+            ("CHART".to_owned(), chart::chart().display().to_string()),
+            ("ERA_API".to_owned(), api.to_owned()),
+            ("GO_CHART".to_owned(), go_chart.display().to_string()),
+            ("GO_CRD_CHART".to_owned(), crd_chart.display().to_string()),
+        ]);
+        Env { vars }
     }
 
-    /// Runs `script` as the guide's reader would (bash, stopping at the first failing command).
+    /// Runs `script` as the guide's reader would.
     fn run(&self, script: &str, step: &str) {
-        let output = Command::new("bash")
-            .args(["-euo", "pipefail", "-c", script])
-            .envs(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(crate::crd::repository(""))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        let (ok, text) = doc_blocks::run(script, &self.vars);
         eprintln!("docs/migration.md, {step}:\n{script}{text}");
-        assert!(output.status.success(), "docs/migration.md, {step}: {}\n{text}", output.status);
+        assert!(ok, "docs/migration.md, {step}:\n{text}");
     }
 }

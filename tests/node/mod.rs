@@ -113,6 +113,30 @@ pub fn helm(node: &Node, namespace: &str, args: &[&str]) -> String {
     chart::helm(node, namespace, args).unwrap_or_else(|problem| panic!("{problem}"))
 }
 
+/// The shell a reader of the docs types in, on the node: this build's `blueprint-operator`, the pinned
+/// kubectl and helm first in `PATH`, the node's admin kubeconfig, helm's folders of the node's.
+pub fn shell_env(node: &Node) -> Vec<(String, String)> {
+    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_blueprint-operator"));
+    let path = format!(
+        "{}:{}:{}:{}",
+        binary.parent().unwrap().display(),
+        chart::helm_binary().parent().unwrap().display(),
+        node.plane.bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = node.dir.join("helm");
+    [
+        ("PATH", path),
+        ("KUBECONFIG", node.plane.kubeconfig.display().to_string()),
+        ("HELM_CACHE_HOME", home.join("cache").display().to_string()),
+        ("HELM_CONFIG_HOME", home.join("config").display().to_string()),
+        ("HELM_DATA_HOME", home.join("data").display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
 /// Polls `check` until it gives a value, at most `limit`; panics naming `what` and the last answer.
 pub fn wait<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
     let started = Instant::now();
