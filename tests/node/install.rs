@@ -21,7 +21,7 @@ fn the_chart_installs_on_a_fresh_cluster_and_over_an_earlier_install() {
     let chart_dir = chart::chart();
     let chart_dir = chart_dir.to_str().unwrap();
     // A cluster without the CRDs (another scenario may have installed them: gone, with its release).
-    let _ = chart::helm(node, ECOSYSTEM, &["uninstall", chart::RELEASE, "--wait"]);
+    super::releases_elsewhere_gone(node, "");
     for crd in ["blueprints.k8s.cloudogu.com", "blueprintmasks.k8s.cloudogu.com"] {
         let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
     }

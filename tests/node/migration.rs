@@ -49,10 +49,7 @@ fn migrate(era: Era) {
     let ns = era.namespace;
 
     // A cluster without this operator (another scenario's release and CRDs gone).
-    for namespace in [super::ECOSYSTEM, ns] {
-        let _ = chart::helm(node, namespace, &["uninstall", chart::RELEASE, "--wait"]);
-        let _ = chart::helm(node, namespace, &["uninstall", "k8s-blueprint-operator-crd", "--wait"]);
-    }
+    super::releases_elsewhere_gone(node, "");
     for crd in [CRD, "blueprintmasks.k8s.cloudogu.com"] {
         let _ = node.kubectl(&["delete", "crd", crd, "--ignore-not-found", "--wait"]);
     }

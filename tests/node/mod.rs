@@ -260,6 +260,7 @@ pub fn converting(node: &Node, namespace: &str) {
 
 /// The release of `namespace` installed (when it is not) with these values, its Pods Ready.
 pub fn installed(node: &Node, namespace: &str, values: &[&str]) -> Vec<String> {
+    releases_elsewhere_gone(node, namespace);
     if chart::helm(node, namespace, &["status", chart::RELEASE]).is_err() {
         let chart_dir = chart::chart();
         let mut args = vec!["install", chart::RELEASE, chart_dir.to_str().unwrap()];
@@ -270,6 +271,21 @@ pub fn installed(node: &Node, namespace: &str, values: &[&str]) -> Vec<String> {
     }
     let replicas = values.iter().find_map(|v| v.strip_prefix("manager.replicas=")).map_or(2, |n| n.parse().unwrap());
     ready_pods(node, namespace, replicas)
+}
+
+/// This operator's release and the Go operator's CRD release gone from every namespace but `keep`: a
+/// scenario that failed half-way leaves its release, whose cluster-scoped objects (the ClusterRoles)
+/// would refuse the next scenario's install in another namespace.
+pub fn releases_elsewhere_gone(node: &Node, keep: &str) {
+    let Ok(list) = chart::helm(node, ECOSYSTEM, &["list", "--all-namespaces", "-o", "json"]) else { return };
+    let releases: Value = serde_json::from_str(&list).unwrap_or_default();
+    for release in releases.as_array().into_iter().flatten() {
+        let name = release["name"].as_str().unwrap_or_default();
+        let namespace = release["namespace"].as_str().unwrap_or_default();
+        if namespace != keep && [chart::RELEASE, "k8s-blueprint-operator-crd"].contains(&name) {
+            let _ = chart::helm(node, namespace, &["uninstall", name, "--wait"]);
+        }
+    }
 }
 
 /// The release in `ecosystem` installed with its defaults, and the fresh-install example completed.
