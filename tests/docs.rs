@@ -1,11 +1,10 @@
 //! The documentation names only what exists: every relative link of README.md and docs/*.md points to
 //! a file or folder of the repository (docs drifted before: a `v3.yaml` example that was not there).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-#[test]
-fn every_file_a_doc_links_to_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// README.md and every page of docs/.
+fn pages(root: &Path) -> Vec<PathBuf> {
     let mut pages = vec![root.join("README.md")];
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         let path = entry.unwrap().path();
@@ -13,6 +12,13 @@ fn every_file_a_doc_links_to_exists() {
             pages.push(path);
         }
     }
+    pages
+}
+
+#[test]
+fn every_file_a_doc_links_to_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = pages(root);
     let mut missing = Vec::new();
     let mut checked = 0;
     for page in &pages {
@@ -50,13 +56,7 @@ fn every_repository_path_a_doc_names_exists() {
     const ROOTS: [&str; 10] =
         ["src/", "tests/", "docs/", "examples/", "charts/", "deploy/", "tools/", "machine/", "crds/", "benches/"];
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages = vec![root.join("README.md")];
-    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            pages.push(path);
-        }
-    }
+    let pages = pages(root);
     let (mut missing, mut checked) = (Vec::new(), 0);
     for page in &pages {
         let text = std::fs::read_to_string(page).unwrap();
