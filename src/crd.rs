@@ -1,6 +1,8 @@
 //! The CRD manifests this project generates (`blueprint-operator crd`, `make crds`).
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, WebhookClientConfig,
+};
 
 use blueprint_machine::api;
 
@@ -81,6 +83,7 @@ pub enum LiveWebhookError {
 /// The manifest of `which` whose conversion webhook is the operator running in `webhook.namespace`,
 /// trusting the CA the operator keeps in its Secret there.
 pub async fn with_live_webhook(which: Which, webhook: &LiveWebhook) -> Result<String, LiveWebhookError> {
+    use crate::webhook::certificates;
     use k8s_openapi::api::core::v1::Secret;
     if which != Which::Blueprint {
         return Err(LiveWebhookError::NoWebhook);
@@ -97,9 +100,9 @@ pub async fn with_live_webhook(which: Which, webhook: &LiveWebhook) -> Result<St
     let ca = secret
         .data
         .as_ref()
-        .and_then(|data| data.get("ca.crt"))
+        .and_then(|data| data.get(certificates::CA))
         .and_then(|ca| String::from_utf8(ca.0.clone()).ok())
-        .filter(|ca| ca.contains("-----BEGIN CERTIFICATE-----"))
+        .filter(|ca| certificates::certificates(ca).is_some())
         .ok_or(LiveWebhookError::NoCa { namespace: namespace.clone(), name })?;
     let crd = blueprint_with_webhook_service(&namespace, &webhook.service, &ca);
     let body = serde_saphyr::to_string(&crd).expect("CRDs serialize");
@@ -109,34 +112,56 @@ pub async fn with_live_webhook(which: Which, webhook: &LiveWebhook) -> Result<St
 /// The Blueprint CRD with its conversion webhook reached through the Service `namespace`/`service`,
 /// trusting `ca_pem`.
 pub fn blueprint_with_webhook_service(namespace: &str, service: &str, ca_pem: &str) -> CustomResourceDefinition {
-    use k8s_openapi::ByteString;
-
-    let mut crd = api::blueprint_crd();
-    if let Some(client) =
-        crd.spec.conversion.as_mut().and_then(|c| c.webhook.as_mut()).and_then(|w| w.client_config.as_mut())
-    {
+    blueprint_with_webhook(ca_pem, |client| {
         if let Some(reference) = client.service.as_mut() {
             reference.namespace = namespace.to_owned();
             reference.name = service.to_owned();
         }
-        client.ca_bundle = Some(ByteString(ca_pem.as_bytes().to_vec()));
-    }
-    crd
+    })
 }
 
 /// The Blueprint CRD with its conversion webhook reached at `url` (`https://host:port/convert`)
 /// instead of the operator's Service, trusting `ca_pem`: for an API server outside a cluster (the
 /// tests' and the sandbox's real control plane), as envtest does for controller-runtime's webhooks.
 pub fn blueprint_with_webhook_url(url: &str, ca_pem: &str) -> CustomResourceDefinition {
-    use k8s_openapi::ByteString;
+    blueprint_with_webhook(ca_pem, |client| {
+        client.service = None;
+        client.url = Some(url.to_owned());
+    })
+}
 
+/// The Blueprint CRD whose conversion webhook trusts `ca_pem` and is reached as `reach` makes it.
+fn blueprint_with_webhook(ca_pem: &str, reach: impl FnOnce(&mut WebhookClientConfig)) -> CustomResourceDefinition {
     let mut crd = api::blueprint_crd();
     if let Some(client) =
         crd.spec.conversion.as_mut().and_then(|c| c.webhook.as_mut()).and_then(|w| w.client_config.as_mut())
     {
-        client.service = None;
-        client.url = Some(url.to_owned());
-        client.ca_bundle = Some(ByteString(ca_pem.as_bytes().to_vec()));
+        reach(client);
+        client.ca_bundle = Some(k8s_openapi::ByteString(ca_pem.as_bytes().to_vec()));
     }
     crd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The live webhook's CRD names the operator's Service in its namespace and trusts its CA; the
+    /// path and port stay the shipped CRD's.
+    #[test]
+    fn the_webhook_service_and_its_ca_replace_the_shipped_ones_only() {
+        let shipped = serde_json::to_value(api::blueprint_crd()).unwrap();
+        let crd = serde_json::to_value(blueprint_with_webhook_service("era-v1", "bp-webhook", "PEM")).unwrap();
+        let client = &crd["spec"]["conversion"]["webhook"]["clientConfig"];
+        let before = &shipped["spec"]["conversion"]["webhook"]["clientConfig"];
+        assert_eq!(client["service"]["namespace"], "era-v1");
+        assert_eq!(client["service"]["name"], "bp-webhook");
+        assert_eq!(client["service"]["path"], before["service"]["path"]);
+        assert_eq!(client["service"]["port"], before["service"]["port"]);
+        assert_eq!(client["caBundle"], "UEVN", "base64 of the PEM text");
+        assert!(client["url"].is_null());
+        let by_url = serde_json::to_value(blueprint_with_webhook_url("https://127.0.0.1:9443/convert", "PEM")).unwrap();
+        let client = &by_url["spec"]["conversion"]["webhook"]["clientConfig"];
+        assert!(client["service"].is_null() && client["url"] == "https://127.0.0.1:9443/convert", "{client}");
+    }
 }

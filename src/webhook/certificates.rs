@@ -322,7 +322,7 @@ pub fn adoptable(secret: &Secret, names: &ServingNames, now: Timestamp) -> Resul
 }
 
 /// Every PEM certificate of `text`; `None` if there is none, or one does not decode.
-fn certificates(text: &str) -> Option<Vec<CertificateDer<'static>>> {
+pub fn certificates(text: &str) -> Option<Vec<CertificateDer<'static>>> {
     let all: Vec<_> = CertificateDer::pem_slice_iter(text.as_bytes()).collect::<Result<_, _>>().ok()?;
     (!all.is_empty()).then_some(all)
 }
