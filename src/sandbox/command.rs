@@ -186,7 +186,8 @@ pub async fn run(args: SandboxArgs) -> Result<i32, SandboxError> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {
                     sandbox.follow_rollouts().await;
-                    report(&sandbox, &name, &mut changes, started).await;
+                    let blueprint = sandbox.blueprint(&name).await;
+                    report(&sandbox, &name, blueprint.as_ref(), &mut changes, started).await;
                 }
             }
         }
@@ -205,8 +206,10 @@ async fn follow(sandbox: &mut Sandbox, name: &str, timeout: Duration, started: I
     let mut blocked_since: Option<Instant> = None;
     loop {
         sandbox.follow_rollouts().await;
-        let changed = report(sandbox, name, changes, started).await;
+        // One read per round for both the lines and the phase: read twice, a status written in
+        // between ended the run as completed without its `Completed=True` line.
         let blueprint = sandbox.blueprint(name).await;
+        let changed = report(sandbox, name, blueprint.as_ref(), changes, started).await;
         let phase = blueprint.as_ref().map(progress::phase);
         let clear = || {
             if tty {
@@ -252,14 +255,19 @@ async fn follow(sandbox: &mut Sandbox, name: &str, timeout: Duration, started: I
     }
 }
 
-/// Prints what changed since the last call; returns whether anything did.
-async fn report(sandbox: &Sandbox, name: &str, changes: &mut Changes, started: Instant) -> bool {
+/// Prints what changed since the last call, `blueprint` as read this round; returns whether anything did.
+async fn report(
+    sandbox: &Sandbox,
+    name: &str,
+    blueprint: Option<&Blueprint>,
+    changes: &mut Changes,
+    started: Instant,
+) -> bool {
     let at = started.elapsed().as_secs_f64();
     let clear = if std::io::stdout().is_terminal() { "\r\x1b[K" } else { "" };
-    let blueprint = sandbox.blueprint(name).await;
     let (dogus, components) = sandbox.workload().await;
     let events = sandbox.event_lines(name).await;
-    let lines = changes.lines(blueprint.as_ref(), &progress::busy(&dogus, &components), &events);
+    let lines = changes.lines(blueprint, &progress::busy(&dogus, &components), &events);
     for line in &lines {
         println!("{clear}[{at:6.1}s] {line}");
     }
