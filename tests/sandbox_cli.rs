@@ -55,6 +55,7 @@ fn a_blocked_or_stopped_blueprint_ends_at_once_without_a_time_to_converge() {
 #[test]
 fn the_served_sandbox_answers_the_kubectl_commands_the_docs_show() {
     use crate::support::doc_blocks::{self, DocBlocks};
+    use crate::support::process::Killed;
     let docs = DocBlocks::read("docs/cli.md");
     let serve = docs.block("`sandbox`", "--serve 127.0.0.1:18080");
     let commands = docs.block("`sandbox`", "kubectl --server http://127.0.0.1:18080");
@@ -64,33 +65,37 @@ fn the_served_sandbox_answers_the_kubectl_commands_the_docs_show() {
         format!("{}:{}:{}", binary.parent().unwrap().display(), kubectl.display(), std::env::var("PATH").unwrap());
     let vars = vec![("PATH".to_owned(), path)];
 
-    // The first block in the background, as in its own terminal (exec: the kill reaches the sandbox).
-    let mut sandbox = Command::new("bash")
-        .args(["-c", &format!("exec {}", serve.trim())])
-        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    // The first block in the background, as in its own terminal (exec: the kill reaches the sandbox,
+    // also when the test fails).
+    let mut sandbox = Killed(
+        Command::new("bash")
+            .args(["-c", &format!("exec {}", serve.trim())])
+            .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let started = std::time::Instant::now();
-    let serving = loop {
+    loop {
         let probe = Command::new(kubectl.join("kubectl"))
             .args(["--server", "http://127.0.0.1:18080", "-n", "ecosystem", "get", "blueprint", "blueprint-ces"])
+            .args(["-o", "jsonpath={.status.conditions[*].type}"])
             .output()
             .expect("kubectl runs (make kube)");
-        if probe.status.success() {
-            break true;
+        // Served, and the operator has reconciled once: `describe` has conditions to show.
+        if probe.status.success() && !probe.stdout.is_empty() {
+            break;
         }
-        if started.elapsed() > std::time::Duration::from_secs(60) || sandbox.try_wait().unwrap().is_some() {
-            break false;
-        }
+        assert!(sandbox.0.try_wait().unwrap().is_none(), "the sandbox ended before it served");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the sandbox serves its Blueprint, reconciled, on 127.0.0.1:18080 within 60 s"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    let (ok, output) = if serving { doc_blocks::run(&commands, &vars) } else { (false, String::new()) };
-    let _ = sandbox.kill();
-    let _ = sandbox.wait();
-    assert!(serving, "the sandbox serves its Blueprint on 127.0.0.1:18080 within 60 s");
+    }
+    let (ok, output) = doc_blocks::run(&commands, &vars);
     assert!(ok, "docs/cli.md's kubectl commands:\n{commands}{output}");
     for shown in
         ["blueprint.k8s.cloudogu.com/blueprint-ces", "component.k8s.cloudogu.com/", "Conditions:", "configured"]
