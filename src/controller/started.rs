@@ -3,12 +3,12 @@
 //!
 //! A kind is not served while a Go operator's Blueprint CRD (one API version) is still in place, or
 //! before the BlueprintMask CRD exists; a Go operator 3.x's CRD serves v3 under its own schema, which
-//! the start's discovery tells from ours (`controller::own_crd_discovered`): the way in from a Go operator installs the operator
-//! first (`helm install --skip-crds`) and applies our CRDs once its webhook serves, so that no stored
-//! Blueprint is ever unreadable (docs/migration.md, step 3). Meanwhile the replica that leads is ready
-//! with its webhook, as a standby is: the API server converts only through ready replicas, and the
-//! CRD that points at them is applied only after one is ready. Its watches retry until the kinds are
-//! served; then the caches fill as at any start.
+//! the start's discovery tells from ours (`controller::own_crd_discovered`). The way in from a Go
+//! operator installs the operator first (`helm install --skip-crds`) and applies our CRDs once its
+//! webhook serves, so that no stored Blueprint is ever unreadable (docs/migration.md, step 3).
+//! Meanwhile the replica that leads is ready with its webhook, as a standby is: the API server converts
+//! only through ready replicas, and the CRD that points at them is applied only after one is ready. Its
+//! watches retry until the kinds are served; then the caches fill as at any start.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
