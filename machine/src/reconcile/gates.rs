@@ -76,7 +76,11 @@ impl Run<'_> {
     ) -> Option<End> {
         let was_completed =
             self.conditions.stored(conditions::COMPLETED).is_some_and(|c| c.status == Status::True.as_str());
-        if !diff.is_empty() || !was_completed {
+        // A paused wanted dogu is work left even when the diff is empty: the stored `Completed=True`
+        // may be from before the blueprint wanted it (found by the missed-events property: a paused
+        // dogu added to a completed blueprint at its installed version stayed paused for ever).
+        let resume_pending = super::stages::paused_without_change(diff, installed, effective).next().is_some();
+        if !diff.is_empty() || !was_completed || resume_pending {
             return None;
         }
         if up_to_date::all_installed(effective, installed) {

@@ -164,21 +164,31 @@ impl Run<'_> {
                 events::applied(Stage::Dogus, event::DOGUS_APPLIED, format!("dogus applied: {applied}")),
             );
         }
-        for target in effective.wanted_dogus() {
-            let name = &target.name.simple;
-            let paused = installed.dogus.get(name.as_str()).is_some_and(|d| d.paused);
-            if paused && diff.dogu(name).is_none() {
-                self.actions.push(Action {
-                    stage: Stage::Dogus,
-                    reason: "resume reconciliation: no upgrade is pending".into(),
-                    operation: Operation::PatchDogu { name: name.clone(), patch: objects::pause_patch(false) },
-                });
-            }
+        for name in paused_without_change(diff, installed, effective) {
+            self.actions.push(Action {
+                stage: Stage::Dogus,
+                reason: "resume reconciliation: no upgrade is pending".into(),
+                operation: Operation::PatchDogu { name: name.to_owned(), patch: objects::pause_patch(false) },
+            });
         }
         // Deterministic order within the stage: by object name.
         self.actions[before..].sort_by_key(|a| a.operation.object());
         self.actions.len() - before
     }
+}
+
+/// The wanted dogus found paused that no change of this diff touches: the dogu stage resumes them
+/// (a pause left by a crash between the pause and the upgrade, by an upgrade no longer wanted, or by
+/// whoever paused a dogu before the blueprint took it over).
+pub(super) fn paused_without_change<'e>(
+    diff: &Diff<'_>,
+    installed: &Installed<'_>,
+    effective: &'e EffectiveBlueprint<'_>,
+) -> impl Iterator<Item = &'e str> {
+    effective
+        .wanted_dogus()
+        .map(|target| target.name.simple.as_str())
+        .filter(move |name| installed.dogus.get(*name).is_some_and(|d| d.paused) && diff.dogu(name).is_none())
 }
 
 fn write_reason(set: usize, remove: usize) -> String {

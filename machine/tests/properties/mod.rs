@@ -354,7 +354,10 @@ proptest! {
     /// reconciling all of them ends.
     /// Seen failing with: config writes skipped while the stored status says `Completed=True` (state
     /// kept in the status instead of read from the cluster); minimal history: completed, then a
-    /// global key changed by hand.
+    /// global key changed by hand. And with a stored `Completed=True` that skipped the stages when
+    /// the diff was empty: a paused dogu added at its installed version was resumed only by a run that
+    /// had not completed in between (regression test
+    /// `a_paused_dogu_is_resumed_although_the_blueprint_was_completed`).
     #[test]
     fn missed_events_change_nothing_in_the_end(
         model in generate::model(World::Reachable),

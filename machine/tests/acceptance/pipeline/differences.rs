@@ -49,6 +49,20 @@ fn a_paused_dogu_without_pending_upgrade_is_resumed() {
     assert_eq!(decision.actions[0].reason, "resume reconciliation: no upgrade is pending");
 }
 
+/// docs/differences.md D10, also when the stored status says `Completed=True`: a dogu paused before the
+/// blueprint wanted it, added at its installed version (an empty diff), is resumed.
+#[test]
+fn a_paused_dogu_is_resumed_although_the_blueprint_was_completed() {
+    let mut scenario = Scenario::new(INSTALL_NEXUS)
+        .with_dogu("official/nexus", "3.2.1-1")
+        .with_conditions(vec![completed("True", "Completed")]);
+    scenario.dogu_mut("nexus").spec.pause_reconciliation = Some(true);
+    let decision = scenario.decide();
+    assert_eq!(action_summaries(&decision), ["patch dogus/nexus"]);
+    assert_eq!(patch_of(&decision, "dogus/nexus"), &json!({"spec": {"pauseReconciliation": false}}));
+    assert_ne!(decision.state, State::Completed);
+}
+
 /// docs/differences.md D16: only the blueprint's dogus must be up to date, sensitive config counts, and a dogu
 /// without config objects is not stale for that.
 #[test]
