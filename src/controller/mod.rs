@@ -2,6 +2,7 @@
 //! everything a reconcile observes, each change of which triggers a (debounced) reconcile.
 
 pub mod debounce;
+pub mod initial_lists;
 pub mod started;
 pub mod triggers;
 
@@ -25,6 +26,7 @@ use blueprint_machine::api::{Blueprint, BlueprintMaskObject, Component, Dogu};
 use blueprint_machine::naming::selector;
 
 pub use debounce::Debounce;
+pub use initial_lists::InitialLists;
 pub use started::Started;
 
 use debounce::Debounced;
@@ -57,14 +59,15 @@ pub struct Options {
 /// The watch events of `api`, their objects slimmed before any cache keeps them, and of Secrets and
 /// ConfigMaps only the labels and annotations `kept`.
 fn slim_watcher<K>(
+    lists: &InitialLists,
     api: Api<K>,
     config: watcher::Config,
     kept: Option<Kept>,
-) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + use<K>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    watcher(api, config).modify(move |object| match kept {
+    lists.watch(api, config).modify(move |object| match kept {
         Some(kept) => kept.apply(object.meta_mut()),
         None => slim(object.meta_mut()),
     })
@@ -73,6 +76,7 @@ where
 /// A reflector store of another operator's kind and its watch events, if the kind is served; else an
 /// empty store and no events.
 fn reflect_other(
+    lists: &InitialLists,
     client: &Client,
     namespace: &str,
     resource: Option<kube::api::ApiResource>,
@@ -82,28 +86,33 @@ fn reflect_other(
     let writer = reflector::store::Writer::new(resource.clone());
     let reader = writer.as_reader();
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource);
-    let events = watcher(api, watcher::Config::default()).modify(|object| slim(&mut object.metadata));
+    let events = lists.watch(api, watcher::Config::default()).modify(|object| slim(&mut object.metadata));
     (reader, Some(reflector::reflector(writer, events).default_backoff().boxed()))
 }
 
 /// A reflector store of `api`, and the stream of its watch events that keeps it current (it must be
 /// polled).
-fn reflect<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, Events<K>)
+fn reflect<K>(lists: &InitialLists, api: Api<K>, config: watcher::Config) -> (Store<K>, Events<K>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    reflect_keeping(api, config, None)
+    reflect_keeping(lists, api, config, None)
 }
 
 /// [`reflect`] of Secrets or ConfigMaps, keeping of their labels and annotations only those `kept`.
-fn reflect_keeping<K>(api: Api<K>, config: watcher::Config, kept: Option<Kept>) -> (Store<K>, Events<K>)
+fn reflect_keeping<K>(
+    lists: &InitialLists,
+    api: Api<K>,
+    config: watcher::Config,
+    kept: Option<Kept>,
+) -> (Store<K>, Events<K>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, slim_watcher(api, config, kept)).default_backoff();
+    let stream = reflector::reflector(writer, slim_watcher(lists, api, config, kept)).default_backoff();
     (reader, stream.boxed())
 }
 
@@ -111,20 +120,24 @@ where
 /// metadata crosses the wire (kube asks for `as=PartialObjectMetadata` for `PartialObjectMeta`: never
 /// a Secret's data), listed a page of [`METADATA_PAGE`] objects at a time, and of the metadata only
 /// names and versions are kept.
-fn reflect_metadata<K>(api: Api<PartialObjectMeta<K>>) -> (Store<PartialObjectMeta<K>>, Events<PartialObjectMeta<K>>)
+fn reflect_metadata<K>(
+    lists: &InitialLists,
+    api: Api<PartialObjectMeta<K>>,
+) -> (Store<PartialObjectMeta<K>>, Events<PartialObjectMeta<K>>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    reflect_keeping(api, watcher::Config::default().page_size(METADATA_PAGE), Some(Kept::NOTHING))
+    reflect_keeping(lists, api, watcher::Config::default().page_size(METADATA_PAGE), Some(Kept::NOTHING))
 }
 
-/// How many objects one list of the metadata caches asks for. Any Secret or ConfigMap of the
-/// namespace is listed, with annotations of up to 256 KiB each (the API server's bound) until they
-/// are dropped: a page is held whole while it is read and decoded (kube holds a response twice, then
-/// decodes it), so its size bounds that memory whatever the number of objects (10 objects: at most
-/// 2.5 MiB of annotations, some 8 MiB while read; measured with 175 KiB each, tests/cluster/caches.rs),
-/// at a list request per 10 objects at the start and at each relist.
+/// How many objects one list of the metadata caches asks for, where the API server refuses streaming
+/// lists (see [`initial_lists`]; a streaming list sends one object per watch event). Any Secret or
+/// ConfigMap of the namespace is listed, with annotations of up to 256 KiB each (the API server's
+/// bound) until they are dropped: a page is held whole while it is read and decoded (kube holds a
+/// response twice, then decodes it), so its size bounds that memory whatever the number of objects
+/// (10 objects: at most 2.5 MiB of annotations, some 8 MiB while read; measured with 175 KiB each,
+/// tests/cluster/caches.rs), at a list request per 10 objects at the start and at each relist.
 pub const METADATA_PAGE: u32 = 10;
 
 /// How long in-flight reconciles may take to finish once a shutdown began (less than Kubernetes'
@@ -145,37 +158,42 @@ pub async fn run_controller(
     let namespace = options.namespace.clone();
     let (c, ns) = (client.clone(), namespace.clone());
     let shutdown = shutdown.shared();
+    let lists = InitialLists::default();
 
     let (blueprint_reader, blueprint_changes) =
-        reflect(Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
-    let (dogus, dogu_changes) = reflect(Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(&lists, Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
+    let (dogus, dogu_changes) =
+        reflect(&lists, Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let (components, component_changes) =
-        reflect(Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(&lists, Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
     let config_objects = Some(Kept::CONFIG_OBJECTS);
     let (config_maps, config_map_changes) = reflect_keeping(
+        &lists,
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::CES_OBJECTS),
         config_objects,
     );
     let (health_config, health_changes) = reflect_keeping(
+        &lists,
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().fields(&selector::health_config()),
         config_objects,
     );
     let (sensitive_configs, sensitive_changes) = reflect_keeping(
+        &lists,
         Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
         config_objects,
     );
     let (blueprint_masks, mask_changes) =
-        reflect(Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(&lists, Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns), watcher::Config::default());
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data, nor
     // its annotations (`kubectl apply` copies its data into one).
     let (secret_metadata, secret_changes) =
-        reflect_metadata(Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns));
+        reflect_metadata(&lists, Api::<PartialObjectMeta<Secret>>::namespaced(c.clone(), &ns));
     // Likewise every ConfigMap's metadata: a ConfigMap a `configRef` names may be any of them.
     let (config_map_metadata, config_map_metadata_changes) =
-        reflect_metadata(Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns));
+        reflect_metadata(&lists, Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns));
 
     // Restores and the DebugMode, where their operators' CRDs are installed. A shutdown meanwhile
     // (the API server slow to answer at the start) ends it: nothing is in flight yet.
@@ -183,9 +201,10 @@ pub async fn run_controller(
         discovered = own_crd_discovered(&c, &started) => discovered,
         () = shutdown.clone() => return,
     };
-    let (restores, restore_changes) = reflect_other(&c, &ns, discovered.restore, crate::other_operators::RESTORE);
+    let (restores, restore_changes) =
+        reflect_other(&lists, &c, &ns, discovered.restore, crate::other_operators::RESTORE);
     let (debug_modes, debug_mode_changes) =
-        reflect_other(&c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
+        reflect_other(&lists, &c, &ns, discovered.debug_mode, crate::other_operators::DEBUG_MODE);
 
     let blueprint_changes = forget_deleted(blueprint_changes, blueprint_reader.clone(), metrics.clone(), ns.clone());
     let blueprint_changes = started.note_served(OwnKind::Blueprint, blueprint_changes);

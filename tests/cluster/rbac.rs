@@ -186,7 +186,15 @@ async fn the_operator_needs_every_verb_of_its_role_and_no_other() {
         .into_iter()
         .map(|(resource, verb)| ("k8s.cloudogu.com".to_owned(), resource.to_owned(), verb.to_owned()))
         .collect();
-    let spare: Vec<_> = granted().difference(&used).filter(|g| !race_only.contains(g)).cloned().collect();
+    // A cache is filled by a streaming list, authorized as a watch; `list` is granted for the servers
+    // that refuse streaming lists (the WatchList gate off), where each cache lists, then watches.
+    let fallback_only: BTreeSet<(String, String, String)> = used
+        .iter()
+        .filter(|(_, _, verb)| verb == "watch")
+        .map(|(group, resource, _)| (group.clone(), resource.clone(), "list".to_owned()))
+        .collect();
+    let spare: Vec<_> =
+        granted().difference(&used).filter(|g| !race_only.contains(g) && !fallback_only.contains(g)).cloned().collect();
     assert_eq!(spare, Vec::new(), "granted but never used (spare): used were {used:#?}");
     let missing: Vec<_> = race_only.difference(&granted()).cloned().collect();
     assert_eq!(missing, Vec::new(), "the race-only verbs are granted");

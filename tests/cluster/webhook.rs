@@ -298,10 +298,10 @@ async fn the_self_managed_certificate_is_trusted_renewed_and_left_alone_when_goo
             "customresourcedefinitions patch",
             "secrets create",
             "secrets get",
-            "secrets list",
             "secrets update",
             "secrets watch"
-        ]
+        ],
+        "a streaming list (a watch) fills the Secret's cache: no list where the server serves them"
     );
     let blueprint_crd = blueprint_operator::webhook::certificates::ca_bundle::BLUEPRINT_CRD;
     assert!(requests.iter().all(|r| !r.request_uri.contains(blueprint_crd)), "the shared Blueprint CRD untouched");

@@ -42,6 +42,7 @@ struct FaultRule {
 pub(super) struct Faults {
     rules: Vec<FaultRule>,
     delay: Duration,
+    streaming_lists_refused: bool,
 }
 
 impl Emulator {
@@ -59,6 +60,12 @@ impl Emulator {
     /// Delays every response.
     pub fn delay_responses(&self, delay: Duration) {
         self.inner.faults.lock().expect("not poisoned").delay = delay;
+    }
+
+    /// Refuses watches with `sendInitialEvents` (streaming lists) as an API server with the WatchList
+    /// feature gate off does (Kubernetes 1.27–1.31 by default, and 1.33): 422 Invalid.
+    pub fn refuse_streaming_lists(&self) {
+        self.inner.faults.lock().expect("not poisoned").streaming_lists_refused = true;
     }
 
     /// Ends every open watch (clients re-watch from their last resource version).
@@ -83,6 +90,11 @@ impl Emulator {
     /// The delay every response waits (see `delay_responses`).
     pub(super) fn response_delay(&self) -> Duration {
         self.inner.faults.lock().expect("not poisoned").delay
+    }
+
+    /// Whether watches with `sendInitialEvents` are refused (see `refuse_streaming_lists`).
+    pub(super) fn streaming_lists_refused(&self) -> bool {
+        self.inner.faults.lock().expect("not poisoned").streaming_lists_refused
     }
 
     /// The status of an injected failure for this request, if a rule matches (using up one of its

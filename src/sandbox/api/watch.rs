@@ -44,6 +44,15 @@ impl Emulator {
         let timeout = query.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs);
         let bookmarks = query.get("allowWatchBookmarks").is_some_and(|b| b == "true" || b == "1");
         let initial_events = query.get("sendInitialEvents").is_some_and(|s| s == "true");
+        if initial_events && self.streaming_lists_refused() {
+            // The real server's answer with the WatchList gate off (ListOptions validation).
+            return error_response(&ApiError::new(
+                422,
+                "Invalid",
+                "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is \
+                 forbidden for watch unless the WatchList feature gate is enabled",
+            ));
+        }
         let since: Option<u64> =
             query.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0").and_then(|v| v.parse().ok());
         let resource_key = resource.key();

@@ -190,7 +190,9 @@ impl SelfManaged {
         let mut held = self.ensure_until_done().await;
         current.set(held.key.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={}", self.secret));
-        let mut changes = watcher(self.secrets.clone(), config).default_backoff().boxed();
+        // One streaming list where the server serves them (the caches' way, with their fallback).
+        let changes = crate::controller::InitialLists::default().watch(self.secrets.clone(), config);
+        let mut changes = changes.default_backoff().boxed();
         // Whether the Secret was seen since the last relist began (a relist reports no deletion).
         let mut listed = true;
         loop {

@@ -61,7 +61,31 @@ async fn converges_when_watches_drop_and_history_is_compacted() {
     let done = scene.wait_blueprint(completed).await;
     assert!(done.is_some(), "{}", conditions(&scene).await);
     assert_no_duplicates_or_losses(&scene).await;
-    let relists = scene.emulator().requests().iter().filter(|r| r.verb() == "list").count();
-    assert!(relists > 7, "the watches relisted: {relists}");
+    let relists = scene.emulator().requests().iter().filter(|r| super::scenarios::fills_a_cache(r)).count();
+    assert!(relists > 11, "the watches filled their caches again: {relists}");
+    scene.shutdown().await;
+}
+
+/// An API server that refuses streaming lists (the WatchList feature gate off: Kubernetes 1.27 to
+/// 1.31 by default, and 1.33) gets a LIST and a WATCH per cache instead, and the blueprint completes.
+/// Emulator-only: the pinned kube-apiserver serves streaming lists, and the emulator answers the
+/// refusal as a server with the gate off does (422 Invalid).
+#[tokio::test(start_paused = true)]
+async fn a_server_without_streaming_lists_gets_list_and_watch() {
+    let mut scene = Scene::fresh(On::Emulator, None).await;
+    scene.emulator().refuse_streaming_lists();
+    scene.start_and_apply(&default_blueprint()).await;
+    assert!(scene.wait_blueprint(completed).await.is_some(), "{}", conditions(&scene).await);
+    let requests = scene.operator_requests();
+    let refused: Vec<String> = requests.iter().filter(|r| r.status == 422).map(super::scenarios::collection).collect();
+    let listed: std::collections::BTreeSet<String> =
+        requests.iter().filter(|r| r.verb() == "list" && r.status == 200).map(super::scenarios::collection).collect();
+    assert!(!refused.is_empty(), "the emulator refused streaming lists");
+    let once: std::collections::BTreeSet<&String> = refused.iter().collect();
+    assert_eq!(once.len(), refused.len(), "no refused request repeated: {refused:#?}");
+    for collection in &refused {
+        assert!(listed.contains(collection), "{collection} listed after the refusal: {listed:#?}");
+    }
+    assert!(listed.len() >= 9, "every cache listed: {listed:#?}");
     scene.shutdown().await;
 }

@@ -316,6 +316,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     scenarios: [
         a_fresh_install_completes_within_a_request_budget,
+        the_start_fills_each_cache_with_one_request,
         descriptors_come_from_memory_then_the_local_registry_never_the_network_again,
         an_unavailable_registry_requeues_until_it_answers,
         a_reconcile_request_is_handled_at_once_past_the_backoff,

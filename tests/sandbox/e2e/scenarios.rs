@@ -175,6 +175,44 @@ pub async fn a_reconcile_request_is_handled_at_once_past_the_backoff(on: On) {
     scene.shutdown().await;
 }
 
+/// Whether a request fills a cache: a LIST, or a streaming list (a WATCH with `sendInitialEvents`).
+pub fn fills_a_cache(request: &LoggedRequest) -> bool {
+    request.verb() == "list" || (request.verb() == "watch" && request.query.contains("sendInitialEvents=true"))
+}
+
+/// The watched collection of a request: its path and selectors, without versions and parameters that
+/// change from one request of the same watcher to the next.
+pub fn collection(request: &LoggedRequest) -> String {
+    let selectors: Vec<&str> = request
+        .query
+        .split('&')
+        .filter(|p| p.starts_with("labelSelector=") || p.starts_with("fieldSelector="))
+        .collect();
+    format!("{}?{}", request.path, selectors.join("&"))
+}
+
+/// The start fills every cache with one streaming list (one WATCH with `sendInitialEvents`, where a
+/// LIST and a WATCH were two), after one discovery request: at most 12 requests (issue 28).
+pub async fn the_start_fills_each_cache_with_one_request(on: On) {
+    let mut scene = Scene::fresh(on, None).await;
+    scene.start_and_apply(&default_blueprint()).await;
+    assert!(scene.wait_blueprint(completed).await.is_some(), "{}", conditions(&scene).await);
+    let requests = scene.operator_requests();
+    let lists: Vec<&LoggedRequest> = requests.iter().filter(|r| r.verb() == "list").collect();
+    assert!(lists.is_empty(), "no LIST: {lists:#?}");
+    let streaming: Vec<String> = requests.iter().filter(|r| fills_a_cache(r)).map(collection).collect();
+    let caches: std::collections::BTreeSet<&String> = streaming.iter().collect();
+    assert_eq!(streaming.len(), caches.len(), "each cache filled once: {streaming:#?}");
+    assert!(caches.len() >= 9, "Blueprints, Dogus, Components, 3 ConfigMap and 2 Secret caches, masks: {caches:#?}");
+    let discovery =
+        requests.iter().filter(|r| r.verb() == "get" && r.path.starts_with("/apis/k8s.cloudogu.com/")).count();
+    assert_eq!(discovery, 1, "one discovery request");
+    let start = discovery + streaming.len();
+    println!("the start on {on:?}: {start} requests ({} caches)", caches.len());
+    assert!(start <= 12, "the start took {start} requests");
+    scene.shutdown().await;
+}
+
 pub async fn after_completion_reconciles_write_nothing_and_emit_nothing(on: On) {
     let mut scene = Scene::fresh(on, None).await;
     scene.start_and_apply(&default_blueprint()).await;
