@@ -7,6 +7,12 @@
 //! (each triggered by a label change on a Dogu CR, which the controller watches), and the child's peak
 //! RSS (`VmHWM`).
 //!
+//! Each size has 5 config keys per dogu and 200 global keys. The report adds, per size, the CPU seconds
+//! of the operator, its memory split (anonymous and mapped file), the growth per dogu between sizes,
+//! and a floor: the same objects the operator created, created by the benchmark itself (16 at a time,
+//! in a fresh namespace, no operator), until the simulated dogu operator reports every dogu
+//! installed. The operator's time to `Completed=True` is compared with that floor.
+//!
 //! `SANDBOX_BENCH_SERVER=kube-apiserver` (`make bench-sandbox-real`) runs the same against a real
 //! kube-apiserver with etcd (`make kube`; one control plane, a namespace per size), the operator
 //! connecting over HTTPS with a token.
@@ -29,6 +35,9 @@ use blueprint_operator::sandbox::session::{Backend, REGISTRY_CREDENTIALS, Sandbo
 use serde_json::json;
 
 const KEYS_PER_DOGU: usize = 5;
+const GLOBAL_KEYS: usize = 200;
+/// How many creates the floor run has in flight.
+const FLOOR_CONCURRENCY: usize = 16;
 const DEBOUNCE: &str = "10ms";
 
 /// One size: how many dogus, how many steady reconciles.
@@ -51,6 +60,12 @@ struct Row {
     steady_status_writes: f64,
     steady_events: f64,
     peak_rss_kib: u64,
+    install_peak_rss_kib: u64,
+    rss_anon_kib: u64,
+    rss_file_kib: u64,
+    install_cpu: f64,
+    steady_cpu: f64,
+    floor_wall: Duration,
 }
 
 fn main() {
@@ -65,13 +80,25 @@ fn main() {
     let only: Option<usize> = std::env::var("SANDBOX_BENCH_DOGUS").ok().and_then(|v| v.parse().ok());
     let cases: Vec<Case> = match only {
         Some(dogus) => vec![Case { dogus, steady_reconciles: 100 }],
-        None => vec![Case { dogus: 30, steady_reconciles: 1_000 }, Case { dogus: 1_000, steady_reconciles: 100 }],
+        None => vec![
+            Case { dogus: 7, steady_reconciles: 1_000 },
+            Case { dogus: 200, steady_reconciles: 300 },
+            Case { dogus: 1_000, steady_reconciles: 100 },
+        ],
     };
-    let rows: Vec<Row> = cases.iter().map(|case| runtime.block_on(measure(case))).collect();
+    let rows: Vec<Row> = cases
+        .iter()
+        .map(|case| {
+            let (mut row, objects) = runtime.block_on(measure(case));
+            row.floor_wall = runtime.block_on(floor(objects));
+            row
+        })
+        .collect();
     print_table(&rows);
 }
 
-async fn measure(case: &Case) -> Row {
+/// A sandbox on the chosen server, its simulated operators running, and a kubeconfig for it.
+async fn sandbox(dir: &std::path::Path) -> (Sandbox, std::path::PathBuf, bool) {
     let behaviour = Behaviour {
         install: Duration::ZERO,
         upgrade: Duration::ZERO,
@@ -80,8 +107,7 @@ async fn measure(case: &Case) -> Row {
         ..Behaviour::default()
     };
     let real = std::env::var("SANDBOX_BENCH_SERVER").is_ok_and(|server| server == "kube-apiserver");
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
+    let kubeconfig = dir.join("kubeconfig");
     let mut sandbox = if real {
         let plane = control_plane::shared();
         let namespace = plane.namespace("bench");
@@ -109,6 +135,15 @@ async fn measure(case: &Case) -> Row {
     };
     // The operator runs as its own process: only the simulated operators run here.
     sandbox.start_ecosystem();
+    (sandbox, kubeconfig, real)
+}
+
+/// The objects the operator created (Dogu CRs and config ConfigMaps), as a client would create them.
+type Created = Vec<serde_json::Value>;
+
+async fn measure(case: &Case) -> (Row, Created) {
+    let dir = tempfile::tempdir().unwrap();
+    let (sandbox, kubeconfig, real) = sandbox(dir.path()).await;
     let namespace = sandbox.namespace.clone();
     for i in 0..case.dogus {
         let descriptor = json!({"Name": format!("official/dogu{i:04}"), "Version": "1.0.0-1", "Dependencies": []});
@@ -152,6 +187,7 @@ async fn measure(case: &Case) -> Row {
 
     // Fresh install.
     let before = scrape(&metrics_url).await;
+    let cpu_ready = operator.cpu_seconds();
     let started = Instant::now();
     sandbox.apply_blueprint(&blueprint(case.dogus, &namespace)).await.expect("the blueprint is accepted");
     wait_for(Duration::from_secs(300), "Completed=True", || async {
@@ -179,6 +215,9 @@ async fn measure(case: &Case) -> Row {
     // The reconcile that completed may still be publishing its events.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let installed = scrape(&metrics_url).await;
+    let cpu_installed = operator.cpu_seconds();
+    let install_peak_rss_kib = operator.status_kib("VmHWM");
+    let created = created_objects(&sandbox, &namespace).await;
 
     // Steady state: each label change on a Dogu CR is one reconcile that finds nothing to do.
     let mut done = installed.reconciles();
@@ -200,7 +239,9 @@ async fn measure(case: &Case) -> Row {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let steady = scrape(&metrics_url).await;
-    let peak_rss_kib = operator.peak_rss_kib();
+    let steady_cpu = operator.cpu_seconds() - cpu_installed;
+    let peak_rss_kib = operator.status_kib("VmHWM");
+    let (rss_anon_kib, rss_file_kib) = (operator.status_kib("RssAnon"), operator.status_kib("RssFile"));
     if std::env::var("SANDBOX_BENCH_SIZES").is_ok() {
         let status = std::fs::read_to_string(format!("/proc/{}/status", operator.0.id())).unwrap_or_default();
         for line in status.lines().filter(|l| l.starts_with("Rss") || l.starts_with("Vm") || l.starts_with("Threads")) {
@@ -214,7 +255,7 @@ async fn measure(case: &Case) -> Row {
     let steady = steady.minus(&installed);
     let per = |value: f64, n: f64| if n > 0.0 { value / n } else { 0.0 };
     let (ir, sr) = (install.reconciles(), steady.reconciles());
-    Row {
+    let row = Row {
         dogus: case.dogus,
         install_reconciles: ir,
         install_requests: install.requests_by_verb(),
@@ -227,7 +268,84 @@ async fn measure(case: &Case) -> Row {
         steady_status_writes: per(steady.sum("blueprint_operator_status_writes_total"), sr),
         steady_events: per(steady.sum("blueprint_operator_events_total"), sr),
         peak_rss_kib,
+        install_peak_rss_kib,
+        rss_anon_kib,
+        rss_file_kib,
+        install_cpu: cpu_installed - cpu_ready,
+        steady_cpu,
+        floor_wall: Duration::ZERO,
+    };
+    (row, created)
+}
+
+/// What the operator created in `namespace`: the Dogu CRs and the `app=ces` ConfigMaps (config and
+/// local dogu registry), without what the server set.
+async fn created_objects(sandbox: &Sandbox, namespace: &str) -> Created {
+    // A real server's list items have no `apiVersion` and `kind`: set them.
+    let typed = |api_version: &str, kind: &str, mut object: serde_json::Value| {
+        object["apiVersion"] = json!(api_version);
+        object["kind"] = json!(kind);
+        object
+    };
+    let dogus = sandbox.cluster.list("k8s.cloudogu.com/v2", "Dogu", namespace).await;
+    let mut objects: Created = dogus.into_iter().map(|d| typed("k8s.cloudogu.com/v2", "Dogu", d)).collect();
+    let config_maps = sandbox.cluster.list("v1", "ConfigMap", namespace).await;
+    let config_maps = config_maps.into_iter().filter(|c| c["metadata"]["labels"]["app"] == "ces");
+    objects.extend(config_maps.map(|c| typed("v1", "ConfigMap", c)));
+    for object in &mut objects {
+        let metadata = &object["metadata"];
+        let kept =
+            json!({"name": metadata["name"], "labels": metadata["labels"], "annotations": metadata["annotations"]});
+        object["metadata"] = kept;
+        if let Some(fields) = object.as_object_mut() {
+            fields.remove("status");
+        }
     }
+    objects
+}
+
+/// The floor: `objects` created in a fresh namespace by the benchmark, [`FLOOR_CONCURRENCY`] at a time,
+/// with the same simulated operators and no blueprint operator; the time until every Dogu is installed
+/// and available.
+async fn floor(objects: Created) -> Duration {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (sandbox, _, _) = sandbox(dir.path()).await;
+    let namespace = sandbox.namespace.clone();
+    let dogus = objects.iter().filter(|o| o["kind"] == "Dogu").count();
+    let api =
+        kube::Api::<blueprint_machine::api::Dogu>::namespaced(sandbox.cluster.kube_client(&namespace), &namespace);
+    let mut events = kube::runtime::watcher(api, kube::runtime::watcher::Config::default()).boxed();
+    // The watch is open before the first create.
+    while let Some(event) = events.next().await {
+        if matches!(event, Ok(kube::runtime::watcher::Event::InitDone)) {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let cluster = &sandbox.cluster;
+    let creating = futures::stream::iter(objects.into_iter().map(|mut object| {
+        object["metadata"]["namespace"] = json!(namespace);
+        async move { cluster.create(object).await.expect("the floor's create") }
+    }))
+    .buffer_unordered(FLOOR_CONCURRENCY)
+    .count();
+    let mut done = std::collections::BTreeSet::new();
+    let watching = async {
+        while done.len() < dogus {
+            let Some(Ok(kube::runtime::watcher::Event::Apply(dogu))) = events.next().await else { continue };
+            let status = dogu.status.as_ref();
+            let installed = status.and_then(|s| s.installed_version.as_deref()) == Some(dogu.spec.version.as_str());
+            if installed && status.and_then(|s| s.health.as_deref()) == Some("available") {
+                done.insert(dogu.metadata.name.clone().unwrap_or_default());
+            }
+        }
+    };
+    let limit = Duration::from_secs(300);
+    tokio::time::timeout(limit, futures::future::join(creating, watching)).await.expect("the floor run ends");
+    let wall = started.elapsed();
+    sandbox.shutdown().await;
+    wall
 }
 
 fn blueprint(dogus: usize, namespace: &str) -> Blueprint {
@@ -241,11 +359,13 @@ fn blueprint(dogus: usize, namespace: &str) -> Blueprint {
             (format!("dogu{i:04}"), keys)
         })
         .collect();
+    let global: Vec<serde_json::Value> =
+        (0..GLOBAL_KEYS).map(|k| json!({"key": format!("global/key{k}"), "value": format!("g{k}")})).collect();
     serde_json::from_value(json!({
         "apiVersion": "k8s.cloudogu.com/v2",
         "kind": "Blueprint",
         "metadata": {"name": "bench", "namespace": namespace},
-        "spec": {"displayName": "bench", "blueprint": {"dogus": entries, "config": {"dogus": config}}}
+        "spec": {"displayName": "bench", "blueprint": {"dogus": entries, "config": {"dogus": config, "global": global}}}
     }))
     .unwrap()
 }
@@ -312,14 +432,34 @@ impl Metrics {
 struct Operator(Child);
 
 impl Operator {
-    fn peak_rss_kib(&self) -> u64 {
+    /// A `/proc/PID/status` field in KiB (`VmHWM`: the peak RSS; `RssAnon`, `RssFile`).
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id())).unwrap_or_default();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(field).and_then(|rest| rest.strip_prefix(':')))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
     }
+
+    /// User and system CPU time of the process (all its threads) so far, in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap_or_default();
+        // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(14) + ticks(15)) / clock_ticks()
+    }
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        let out = Command::new("getconf").arg("CLK_TCK").output().ok();
+        out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(100.0)
+    })
 }
 
 impl Drop for Operator {
@@ -380,7 +520,7 @@ fn print_table(rows: &[Row]) {
         _ => "the API emulator",
     };
     println!(
-        "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE})\n"
+        "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE}, {KEYS_PER_DOGU} config keys per dogu, {GLOBAL_KEYS} global keys)\n"
     );
     println!("| | {} |", rows.iter().map(|r| format!("{} dogus", r.dogus)).collect::<Vec<_>>().join(" | "));
     println!("|---|{}", "---|".repeat(rows.len()));
@@ -400,5 +540,26 @@ fn print_table(rows: &[Row]) {
     });
     line("steady state: status writes per reconcile", &|r| format!("{:.3}", r.steady_status_writes));
     line("steady state: events per reconcile", &|r| format!("{:.3}", r.steady_events));
-    line("peak RSS of the operator (VmHWM)", &|r| format!("{:.1} MiB", r.peak_rss_kib as f64 / 1024.0));
+    line("fresh install: writes (create, patch, update, delete)", &|r| format!("{}", writes(&r.install_requests)));
+    line("fresh install: CPU seconds of the operator (start included)", &|r| format!("{:.2} s", r.install_cpu));
+    line("floor: the same objects created by the benchmark, to every dogu installed", &|r| {
+        format!("{:.2} s", r.floor_wall.as_secs_f64())
+    });
+    line("fresh install time / floor", &|r| {
+        format!("{:.2}", r.install_wall.as_secs_f64() / r.floor_wall.as_secs_f64().max(f64::EPSILON))
+    });
+    line("steady state: CPU seconds of the operator, all reconciles", &|r| format!("{:.2} s", r.steady_cpu));
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
+    line("peak RSS of the operator after the install (VmHWM)", &|r| mib(r.install_peak_rss_kib));
+    line("peak RSS of the operator (VmHWM)", &|r| mib(r.peak_rss_kib));
+    line("RSS at the end: anonymous / mapped file", &|r| format!("{} / {}", mib(r.rss_anon_kib), mib(r.rss_file_kib)));
+    for pair in rows.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let growth = (b.peak_rss_kib as f64 - a.peak_rss_kib as f64) / (b.dogus as f64 - a.dogus as f64);
+        println!("\npeak RSS growth from {} to {} dogus: {growth:.1} KiB per dogu", a.dogus, b.dogus);
+    }
+}
+
+fn writes(requests: &BTreeMap<String, f64>) -> f64 {
+    ["create", "patch", "update", "delete"].iter().filter_map(|verb| requests.get(*verb)).sum()
 }

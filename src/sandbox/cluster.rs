@@ -192,6 +192,14 @@ impl Cluster {
         }
     }
 
+    /// A kube client of this cluster: the admin's on a real server, in-process on the emulator.
+    pub fn kube_client(&self, namespace: &str) -> kube::Client {
+        match self {
+            Cluster::Emulator(emulator) => emulator.client(namespace),
+            Cluster::Remote(remote) => remote.client().clone(),
+        }
+    }
+
     /// The emulator, for what only it can do (fault controls, its request log).
     pub fn emulator(&self) -> Option<&Emulator> {
         match self {
