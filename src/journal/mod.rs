@@ -57,7 +57,8 @@ pub struct Record {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Execution {
-    /// Actions performed, in order: a prefix of the decision's actions.
+    /// How many of the decision's actions were performed: those of every run of independent actions
+    /// before a failure (`independent_runs`), and of the failed run those that succeeded.
     pub performed: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<ApplyFailure>,

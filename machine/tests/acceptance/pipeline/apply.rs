@@ -53,6 +53,18 @@ fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
     }
 }
 
+/// The executor performs each run of independent actions at once: the pauses, then the config writes,
+/// then the upgrades (never a config write before its dogu's pause, nor an upgrade before its config).
+#[test]
+fn the_pauses_the_config_writes_and_the_upgrades_are_three_runs() {
+    let decision = Scenario::new(REDMINE_CAS_UPGRADE)
+        .with_dogu("official/redmine", "1.0.0-1")
+        .with_dogu("official/cas", "1.0.0-1")
+        .with_secret("s", &[("p", "new")])
+        .decide();
+    assert_eq!(blueprint_machine::decision::independent_runs(&decision.actions), [0..2, 2..4, 4..6]);
+}
+
 #[test]
 fn case_86_a_global_config_change_pauses_every_upgrading_dogu() {
     let decision = Scenario::new(
