@@ -331,9 +331,10 @@ proptest! {
         run.converge(BOUND)?;
     }
 
-    /// Crash anywhere: a process that dies after any prefix of a decision's actions (and before its
-    /// status write) and is replaced by one with nothing in memory ends in the same cluster as one that
-    /// never crashed; no create is repeated (the model refuses a create of an existing object) and no
+    /// Crash anywhere: a process that dies anywhere in a decision's actions (after every run of
+    /// independent actions before, and any subset of the run it dies in, whose actions the executor
+    /// sends at once; before its status write) and is replaced by one with nothing in memory ends in
+    /// the same cluster as one that never crashed; no create is repeated (the model refuses a create of an existing object) and no
     /// config key is lost.
     /// Seen failing with: a dogu unpaused only by the decision that paused it (no resume of a dogu
     /// found paused): the dogu stays paused for ever. Its minimal history starts with a paused dogu,

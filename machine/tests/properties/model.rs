@@ -150,7 +150,13 @@ impl Model {
 
     /// Performs the first `limit` actions of a decision, stopping at the first failure.
     pub fn execute(&mut self, decision: &Decision, limit: usize) -> Result<(), ApplyFailure> {
-        for (index, action) in decision.actions.iter().take(limit).enumerate() {
+        self.execute_only(decision, |index| index < limit)
+    }
+
+    /// The actions `performed` selects, in order (those of one run touch different objects, so their
+    /// order does not matter).
+    pub fn execute_only(&mut self, decision: &Decision, performed: impl Fn(usize) -> bool) -> Result<(), ApplyFailure> {
+        for (index, action) in decision.actions.iter().enumerate().filter(|(index, _)| performed(*index)) {
             self.perform(&action.operation).map_err(|(kind, message)| ApplyFailure { action: index, kind, message })?;
         }
         Ok(())

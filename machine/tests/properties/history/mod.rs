@@ -25,10 +25,13 @@ pub use edits::apply_edit;
 pub enum Step {
     /// A reconcile: observe, decide, perform every action, write the status.
     Reconcile,
-    /// A reconcile cut off after `performed` actions: the process dies before the rest and before the
-    /// status write; the next process starts with nothing in memory.
+    /// A reconcile cut off in the run of independent actions that holds action `performed` (the
+    /// executor sends a run's actions at once): every earlier run is done, of that run the actions
+    /// `within` selects (bit i: its i-th action), nothing later; the process dies before the status
+    /// write and the next one starts with nothing in memory.
     Crash {
         performed: usize,
+        within: u8,
     },
     /// A reconcile on an observation whose Dogus (`dogus`), Components and config (`config`) are
     /// `age` snapshots old: caches that have not yet shown recent writes.
@@ -137,7 +140,7 @@ fn drift() -> impl Strategy<Value = Drift> {
 pub fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         8 => Just(Step::Reconcile),
-        2 => (0..6usize).prop_map(|performed| Step::Crash { performed }),
+        2 => (0..6usize, any::<u8>()).prop_map(|(performed, within)| Step::Crash { performed, within }),
         2 => (1..4usize, any::<bool>(), any::<bool>()).prop_map(|(age, dogus, config)| Step::Stale { age, dogus, config }),
         6 => Just(Step::Progress),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Flap { dogu }),
@@ -240,7 +243,7 @@ impl Run {
         }
         match step {
             Step::Reconcile => self.reconcile(None)?,
-            Step::Crash { performed } => self.reconcile(Some(*performed))?,
+            Step::Crash { performed, within } => self.reconcile(Some((*performed, *within)))?,
             Step::Stale { age, dogus, config } => self.stale(*age, *dogus, *config)?,
             Step::Progress => self.model.operators_progress(),
             Step::Flap { dogu } => {
@@ -263,13 +266,22 @@ impl Run {
         Ok(())
     }
 
-    /// One reconcile on the current model; `cut`: the process dies after that many actions.
-    fn reconcile(&mut self, cut: Option<usize>) -> Result<(), TestCaseError> {
+    /// One reconcile on the current model; `cut`: where the process dies (see [`Step::Crash`]).
+    fn reconcile(&mut self, cut: Option<(usize, u8)>) -> Result<(), TestCaseError> {
         let observation = self.model.observe();
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
-        let limit = cut.unwrap_or(usize::MAX);
-        if let Err(failure) = self.model.execute(&decision, limit) {
+        let runs = blueprint_machine::decision::independent_runs(&decision.actions);
+        let performed = |index: usize| match cut {
+            None => true,
+            Some((at, within)) => match runs.iter().find(|run| run.contains(&at)) {
+                None => true,
+                Some(cut_run) if index < cut_run.start => true,
+                Some(cut_run) if cut_run.contains(&index) => within & (1 << ((index - cut_run.start) % 8)) != 0,
+                Some(_) => false,
+            },
+        };
+        if let Err(failure) = self.model.execute_only(&decision, performed) {
             // On a fresh observation nothing may fail: a failure is a wrong decision (a create of
             // something that exists, a write based on a version that is not the observed one).
             return Err(TestCaseError::fail(format!(
