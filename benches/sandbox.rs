@@ -19,7 +19,8 @@
 //!
 //! For looking into a number: `SANDBOX_BENCH_DOGUS=N` measures one size only, `SANDBOX_BENCH_SIZES=1`
 //! prints the size of what the cluster holds and the operator's memory counters, and
-//! `SANDBOX_BENCH_WRAP=heaptrack` runs the operator under a profiler. `MALLOC_*` and `MIMALLOC_*`
+//! `SANDBOX_BENCH_WRAP=heaptrack` runs the operator under a profiler, and `SANDBOX_BENCH_BEFORE=<binary>`
+//! measures an earlier build of the operator beside this one, size by size. `MALLOC_*` and `MIMALLOC_*`
 //! variables reach the operator.
 
 use std::collections::BTreeMap;
@@ -38,7 +39,11 @@ const KEYS_PER_DOGU: usize = 5;
 const GLOBAL_KEYS: usize = 200;
 /// How many creates the floor run has in flight.
 const FLOOR_CONCURRENCY: usize = 16;
-const DEBOUNCE: &str = "10ms";
+/// The operator's debounce window: 10 ms (each change reconciled at once, to measure the operator),
+/// or `SANDBOX_BENCH_DEBOUNCE` (the default of `run` is 1s).
+fn debounce() -> String {
+    std::env::var("SANDBOX_BENCH_DEBOUNCE").unwrap_or_else(|_| "10ms".to_owned())
+}
 
 /// One size: how many dogus, how many steady reconciles.
 struct Case {
@@ -49,6 +54,8 @@ struct Case {
 #[derive(Default)]
 struct Row {
     dogus: usize,
+    /// Which binary: empty for this build, `before` for `SANDBOX_BENCH_BEFORE`'s.
+    label: &'static str,
     install_reconciles: f64,
     install_requests: BTreeMap<String, f64>,
     install_status_writes: f64,
@@ -86,14 +93,23 @@ fn main() {
             Case { dogus: 1_000, steady_reconciles: 100 },
         ],
     };
-    let rows: Vec<Row> = cases
-        .iter()
-        .map(|case| {
-            let (mut row, objects) = runtime.block_on(measure(case));
-            row.floor_wall = runtime.block_on(floor(objects));
-            row
-        })
-        .collect();
+    // `SANDBOX_BENCH_BEFORE=<binary>`: an earlier build measured beside this one, size by size.
+    let before = std::env::var("SANDBOX_BENCH_BEFORE").ok().filter(|b| !b.is_empty());
+    let mut rows: Vec<Row> = Vec::new();
+    for case in &cases {
+        let mut binaries = vec![("", env!("CARGO_BIN_EXE_blueprint-operator").to_owned())];
+        if let Some(before) = &before {
+            binaries.insert(0, ("before", before.clone()));
+            binaries[1].0 = "after";
+        }
+        let mut floor_wall = None;
+        for (label, binary) in binaries {
+            let (mut row, objects) = runtime.block_on(measure(case, &binary, label));
+            // The floor does not depend on the operator: measured once per size.
+            row.floor_wall = *floor_wall.get_or_insert_with(|| runtime.block_on(floor(objects)));
+            rows.push(row);
+        }
+    }
     print_table(&rows);
 }
 
@@ -141,7 +157,7 @@ async fn sandbox(dir: &std::path::Path) -> (Sandbox, std::path::PathBuf, bool) {
 /// The objects the operator created (Dogu CRs and config ConfigMaps), as a client would create them.
 type Created = Vec<serde_json::Value>;
 
-async fn measure(case: &Case) -> (Row, Created) {
+async fn measure(case: &Case, binary: &str, label: &'static str) -> (Row, Created) {
     let dir = tempfile::tempdir().unwrap();
     let (sandbox, kubeconfig, real) = sandbox(dir.path()).await;
     let namespace = sandbox.namespace.clone();
@@ -152,14 +168,14 @@ async fn measure(case: &Case) -> (Row, Created) {
 
     let (metrics_port, health_port) = (free_port(), free_port());
     let operator = Operator(
-        wrapped(env!("CARGO_BIN_EXE_blueprint-operator"))
+        wrapped(binary)
             .arg("run")
             .env("KUBECONFIG", &kubeconfig)
             .env("NAMESPACE", &namespace)
             .env("LEADER_ELECT", "false")
             // The operator alone (the emulator keeps no CRDs for a conversion webhook).
             .env("WEBHOOK_ENABLED", "false")
-            .env("DEBOUNCE_WINDOW", DEBOUNCE)
+            .env("DEBOUNCE_WINDOW", debounce())
             .env("LOG_LEVEL", std::env::var("SANDBOX_BENCH_LOG_LEVEL").unwrap_or_else(|_| "warn".into()))
             .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{metrics_port}"))
             .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health_port}"))
@@ -257,6 +273,7 @@ async fn measure(case: &Case) -> (Row, Created) {
     let (ir, sr) = (install.reconciles(), steady.reconciles());
     let row = Row {
         dogus: case.dogus,
+        label,
         install_reconciles: ir,
         install_requests: install.requests_by_verb(),
         install_status_writes: install.sum("blueprint_operator_status_writes_total"),
@@ -519,10 +536,15 @@ fn print_table(rows: &[Row]) {
         Ok(server) if server == "kube-apiserver" => "a real kube-apiserver with etcd",
         _ => "the API emulator",
     };
+    let debounce = debounce();
     println!(
-        "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={DEBOUNCE}, {KEYS_PER_DOGU} config keys per dogu, {GLOBAL_KEYS} global keys)\n"
+        "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={debounce}, {KEYS_PER_DOGU} config keys per dogu, {GLOBAL_KEYS} global keys)\n"
     );
-    println!("| | {} |", rows.iter().map(|r| format!("{} dogus", r.dogus)).collect::<Vec<_>>().join(" | "));
+    let heading = |r: &Row| match r.label {
+        "" => format!("{} dogus", r.dogus),
+        label => format!("{} dogus, {label}", r.dogus),
+    };
+    println!("| | {} |", rows.iter().map(heading).collect::<Vec<_>>().join(" | "));
     println!("|---|{}", "---|".repeat(rows.len()));
     let line = |name: &str, cell: &dyn Fn(&Row) -> String| {
         println!("| {name} | {} |", rows.iter().map(cell).collect::<Vec<_>>().join(" | "));
@@ -553,10 +575,14 @@ fn print_table(rows: &[Row]) {
     line("peak RSS of the operator after the install (VmHWM)", &|r| mib(r.install_peak_rss_kib));
     line("peak RSS of the operator (VmHWM)", &|r| mib(r.peak_rss_kib));
     line("RSS at the end: anonymous / mapped file", &|r| format!("{} / {}", mib(r.rss_anon_kib), mib(r.rss_file_kib)));
-    for pair in rows.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        let growth = (b.peak_rss_kib as f64 - a.peak_rss_kib as f64) / (b.dogus as f64 - a.dogus as f64);
-        println!("\npeak RSS growth from {} to {} dogus: {growth:.1} KiB per dogu", a.dogus, b.dogus);
+    let labels: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.label).collect();
+    for label in labels {
+        let same: Vec<&Row> = rows.iter().filter(|r| r.label == label).collect();
+        for pair in same.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let growth = (b.peak_rss_kib as f64 - a.peak_rss_kib as f64) / (b.dogus as f64 - a.dogus as f64);
+            println!("\npeak RSS growth {label} from {} to {} dogus: {growth:.1} KiB per dogu", a.dogus, b.dogus);
+        }
     }
 }
 
