@@ -322,7 +322,9 @@ mod seconds {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplyFailure {
-    /// Index into [`Decision::actions`] of the action that failed; the ones before it were performed.
+    /// Index into [`Decision::actions`] of the action that failed: the lowest of its run of independent
+    /// actions ([`independent_runs`]) if more than one failed. The earlier runs were performed; of its run,
+    /// any other action may have been.
     pub action: usize,
     pub kind: FailureKind,
     /// What went wrong, for the condition and the event (never contains a secret value).

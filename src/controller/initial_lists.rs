@@ -4,8 +4,9 @@
 //!
 //! An API server with the WatchList feature gate off (Kubernetes 1.27 to 1.31 by default, and 1.33)
 //! refuses the parameter with 422 Invalid, and kube-runtime's watcher would retry the refused request
-//! for ever. Here the refused watcher starts again with a LIST and a WATCH, and so does every watcher
-//! started after it in this process: the refusal is remembered.
+//! for ever. Here the refused watcher starts again with a LIST and a WATCH (at the start, or at any
+//! later relist), and so does every watcher started after it in this process: the refusal is
+//! remembered.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -48,7 +49,9 @@ impl InitialLists {
 /// The events of one watcher (see [`InitialLists::watch`]).
 pub struct Watch<K> {
     current: BoxStream<'static, watcher::Result<watcher::Event<K>>>,
-    /// What a LIST and WATCH needs, until the API server has accepted the streaming list.
+    /// What a LIST and WATCH needs, while the watcher asks for streaming lists: kept after the server
+    /// accepted one, since a relist (after 410 Gone) asks again, and a server whose WatchList gate was
+    /// turned off meanwhile (an upgrade to 1.33, a control plane of mixed versions) refuses it then.
     fallback: Option<(Api<K>, watcher::Config)>,
     lists: InitialLists,
 }
@@ -72,12 +75,6 @@ where
                         tracing::info!(%error, "the API server refuses streaming lists: the caches list, then watch");
                     }
                     this.current = watcher(api, config).boxed();
-                }
-                Some(Ok(event)) => {
-                    // The server accepted the streaming list (its first event comes after the
-                    // watch request's answer).
-                    this.fallback = None;
-                    return Poll::Ready(Some(Ok(event)));
                 }
                 other => return Poll::Ready(other),
             }

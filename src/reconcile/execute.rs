@@ -41,46 +41,46 @@ pub(super) async fn execute(context: &Context, observation: &Observation, decisi
     for run in independent_runs(&decision.actions) {
         let failed = AtomicBool::new(false);
         let (executor, failed) = (&executor, &failed);
-        let mut results: Vec<(usize, Option<Result<(), Failure>>)> = futures::stream::iter(run)
+        // Each action is logged and counted when it ends, not when its run does.
+        let outcomes: Vec<(usize, Option<Failure>)> = futures::stream::iter(run)
             .map(|index| async move {
                 // Nothing new starts after a failure.
                 if failed.load(Ordering::Relaxed) {
-                    return (index, None);
+                    return None;
                 }
-                let result = executor.perform(&decision.actions[index]).await;
-                if result.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                (index, Some(result))
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .collect()
-            .await;
-        results.sort_by_key(|(index, _)| *index);
-        for (index, result) in results {
-            let Some(result) = result else { continue };
-            let action = &decision.actions[index];
-            let labels = ActionLabels {
-                kind: kind(&action.operation).to_owned(),
-                result: match &result {
-                    Ok(()) => "ok".to_owned(),
-                    Err(f) => format!("{:?}", f.kind).to_lowercase(),
-                },
-            };
-            context.metrics.actions.get_or_create(&labels).inc();
-            match result {
-                Ok(()) => {
-                    tracing::info!(stage = %action.stage, object = %action.operation.object(), why = %action.reason, "applied");
-                    performed += 1;
-                }
-                Err(f) => {
-                    tracing::warn!(stage = %action.stage, object = %action.operation.object(), kind = %f.kind, error = %f.message, "action failed");
-                    if failure.is_none() {
-                        failure = Some(ApplyFailure { action: index, kind: f.kind, message: f.message });
+                let action = &decision.actions[index];
+                let result = executor.perform(action).await;
+                let labels = ActionLabels {
+                    kind: kind(&action.operation).to_owned(),
+                    result: match &result {
+                        Ok(()) => "ok".to_owned(),
+                        Err(f) => format!("{:?}", f.kind).to_lowercase(),
+                    },
+                };
+                context.metrics.actions.get_or_create(&labels).inc();
+                match result {
+                    Ok(()) => {
+                        tracing::info!(stage = %action.stage, object = %action.operation.object(), why = %action.reason, "applied");
+                        Some((index, None))
+                    }
+                    Err(f) => {
+                        tracing::warn!(stage = %action.stage, object = %action.operation.object(), kind = %f.kind, error = %f.message, "action failed");
+                        failed.store(true, Ordering::Relaxed);
+                        Some((index, Some(f)))
                     }
                 }
-            }
-        }
+            })
+            .buffer_unordered(IN_FLIGHT)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
+        performed += outcomes.iter().filter(|(_, failure)| failure.is_none()).count();
+        // The lowest failed index: what `record_failure` reports.
+        failure = outcomes
+            .into_iter()
+            .filter_map(|(index, failure)| failure.map(|f| (index, f)))
+            .min_by_key(|(index, _)| *index)
+            .map(|(index, f)| ApplyFailure { action: index, kind: f.kind, message: f.message });
         if failure.is_some() {
             break;
         }

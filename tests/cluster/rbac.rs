@@ -198,4 +198,6 @@ async fn the_operator_needs_every_verb_of_its_role_and_no_other() {
     assert_eq!(spare, Vec::new(), "granted but never used (spare): used were {used:#?}");
     let missing: Vec<_> = race_only.difference(&granted()).cloned().collect();
     assert_eq!(missing, Vec::new(), "the race-only verbs are granted");
+    let missing: Vec<_> = fallback_only.difference(&granted()).cloned().collect();
+    assert_eq!(missing, Vec::new(), "list is granted wherever watch is used (the fallback's LIST)");
 }

@@ -10,8 +10,9 @@ use crate::decision::{ApplyFailure, ConfigTarget, Decision, FailureKind, Operati
 use crate::events::{self, reason as event};
 use crate::observation::Observation;
 
-/// Decides again after the executor failed to perform `failure.action` of `decision` (the actions
-/// before it were performed).
+/// Decides again after the executor failed to perform `failure.action` of `decision` (the earlier runs
+/// of independent actions were performed; of its own run, any other action may have been: each is on
+/// another object, and the next observation shows which).
 pub fn record_failure(observation: &Observation, decision: &Decision, failure: &ApplyFailure) -> Decision {
     let mut decision = decision.clone();
     let Some(stage) = decision.actions.get(failure.action).map(|a| a.stage) else {

@@ -153,6 +153,24 @@ impl Model {
         self.execute_only(decision, |index| index < limit)
     }
 
+    /// The actions as the executor performs them when one may fail: run by run; a failure ends after
+    /// its run, in which every other action may still have been performed (they are sent at once), and
+    /// the lowest failed index is reported.
+    pub fn execute_runs(&mut self, decision: &Decision) -> Result<(), ApplyFailure> {
+        for run in blueprint_machine::decision::independent_runs(&decision.actions) {
+            let mut first = None;
+            for index in run {
+                if let Err((kind, message)) = self.perform(&decision.actions[index].operation) {
+                    first.get_or_insert(ApplyFailure { action: index, kind, message });
+                }
+            }
+            if let Some(failure) = first {
+                return Err(failure);
+            }
+        }
+        Ok(())
+    }
+
     /// The actions `performed` selects, in order (those of one run touch different objects, so their
     /// order does not matter).
     pub fn execute_only(&mut self, decision: &Decision, performed: impl Fn(usize) -> bool) -> Result<(), ApplyFailure> {

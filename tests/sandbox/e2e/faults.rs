@@ -89,3 +89,31 @@ async fn a_server_without_streaming_lists_gets_list_and_watch() {
     assert!(listed.len() >= 9, "every cache listed: {listed:#?}");
     scene.shutdown().await;
 }
+
+/// A server that stops serving streaming lists while the operator runs (its WatchList gate turned off,
+/// an upgrade to 1.33): the relist after 410 Gone is refused, that watcher lists and watches instead,
+/// and a Dogu CR deleted by hand afterwards is still seen and reinstalled.
+#[tokio::test(start_paused = true)]
+async fn streaming_lists_refused_at_a_relist_fall_back_too() {
+    let mut scene = Scene::fresh(On::Emulator, None).await;
+    scene.start_and_apply(&default_blueprint()).await;
+    assert!(scene.wait_blueprint(completed).await.is_some(), "{}", conditions(&scene).await);
+    let accepted = scene.emulator().requests().len();
+    scene.emulator().refuse_streaming_lists();
+    scene.emulator().drop_watches();
+    scene.emulator().compact();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let before = scene.get("k8s.cloudogu.com/v2", "Dogu", "postfix").await.unwrap();
+    scene.delete("k8s.cloudogu.com/v2", "Dogu", "postfix").await;
+    scene
+        .wait_for(("k8s.cloudogu.com/v2", "Dogu", "postfix"), |d| {
+            d["metadata"]["uid"] != before["metadata"]["uid"] && d["status"]["health"] == "available"
+        })
+        .await;
+    let after: Vec<LoggedRequest> = scene.emulator().requests().split_off(accepted);
+    let refused = after.iter().filter(|r| r.status == 422).count();
+    let listed = after.iter().filter(|r| r.verb() == "list" && r.status == 200).count();
+    assert!(refused > 0 && listed > 0, "refused {refused} streaming lists, then listed {listed} times");
+    scene.shutdown().await;
+}

@@ -317,7 +317,7 @@ impl Run {
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
         let before = self.model.clone();
-        let failure = self.model.execute(&decision, usize::MAX).err();
+        let failure = self.model.execute_runs(&decision).err();
         no_regression(&before, &self.model)?;
         let decision = match failure {
             Some(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
