@@ -65,7 +65,8 @@ impl Run<'_> {
     }
 
     /// A completed blueprint stays completed while nothing differs, whatever the health says (a dogu
-    /// that flaps after completion does not reopen it). But "nothing differs" compares Dogu CR specs,
+    /// that flaps after completion does not reopen it), unless a wanted dogu is paused: its resume
+    /// comes first. But "nothing differs" compares Dogu CR specs,
     /// and a CR recreated by a reconcile that crashed before its status write has the wanted spec and
     /// nothing installed yet: only a blueprint whose dogus all run their CR's version keeps it.
     pub(super) fn still_completed(

@@ -164,6 +164,11 @@ impl<'o> Run<'o> {
         if let Some(end) = self.still_completed(&diff, effective, &installed) {
             return end;
         }
+        // A resume alone applies nothing a health check guards, and a paused dogu may be the one that
+        // needs its operator to become healthy again: with nothing else to apply, it does not wait.
+        if diff.is_empty() && stages::paused_without_change(&diff, &installed, effective).next().is_some() {
+            return self.apply(&diff, effective, &installed);
+        }
         if let Some(end) = gates::health(&health) {
             return end;
         }

@@ -63,6 +63,21 @@ fn a_paused_dogu_is_resumed_although_the_blueprint_was_completed() {
     assert_ne!(decision.state, State::Completed);
 }
 
+/// docs/differences.md D10: the resume does not wait for the ecosystem's health (the paused dogu may be
+/// the unhealthy one, and need its operator to recover).
+#[test]
+fn a_paused_dogu_is_resumed_while_the_ecosystem_is_unhealthy() {
+    let mut scenario = Scenario::new(INSTALL_NEXUS)
+        .with_dogu("official/nexus", "3.2.1-1")
+        .with_conditions(vec![completed("True", "Completed")]);
+    let nexus = scenario.dogu_mut("nexus");
+    nexus.spec.pause_reconciliation = Some(true);
+    nexus.status.as_mut().unwrap().health = Some("unavailable".into());
+    let decision = scenario.decide();
+    assert_eq!(action_summaries(&decision), ["patch dogus/nexus"]);
+    assert_eq!(patch_of(&decision, "dogus/nexus"), &json!({"spec": {"pauseReconciliation": false}}));
+}
+
 /// docs/differences.md D16: only the blueprint's dogus must be up to date, sensitive config counts, and a dogu
 /// without config objects is not stale for that.
 #[test]
