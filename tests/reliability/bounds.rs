@@ -99,9 +99,10 @@ impl Operator {
         https(&self.webhook, &self.certificate.ca, "127.0.0.1", "POST", "/convert", body).await.map(|a| a.status)
     }
 
-    /// Waits (at most 30 s) until the webhook converts a small review.
+    /// Waits (at most 90 s: a clean-clone CI run with other builds beside it once took more than 30 s
+    /// to start the debug binary) until the webhook converts a small review.
     async fn serving(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(90);
         while self.review(&review_of(&blueprint_with("[]"))).await != Ok(200) {
             assert!(Instant::now() < deadline, "the webhook never answered");
             tokio::time::sleep(Duration::from_millis(100)).await;
