@@ -82,7 +82,11 @@ impl Started {
                 let served = match event {
                     // A path the API server does not serve is a plain-text 404, which kube makes a
                     // Status with that code and no reason (`is_not_found` looks at the reason only).
-                    Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => false,
+                    // The cache asks with a streaming list (a watch) or, where those are refused, a list.
+                    Err(
+                        watcher::Error::InitialListFailed(kube::Error::Api(status))
+                        | watcher::Error::WatchStartFailed(kube::Error::Api(status)),
+                    ) if status.code == 404 => false,
                     Ok(watcher::Event::InitDone) => true,
                     _ => return,
                 };
@@ -112,9 +116,18 @@ mod tests {
 
     use super::*;
 
+    fn not_found_status() -> Box<Status> {
+        Status::failure("404 page not found", "Failed to parse error data").with_code(404).boxed()
+    }
+
+    /// The 404 of a streaming list (a watch), the caches' way on a server that serves them.
     fn not_found() -> Result<watcher::Event<()>, watcher::Error> {
-        let status = Status::failure("404 page not found", "Failed to parse error data").with_code(404);
-        Err(watcher::Error::InitialListFailed(kube::Error::Api(status.boxed())))
+        Err(watcher::Error::WatchStartFailed(kube::Error::Api(not_found_status())))
+    }
+
+    /// The 404 of a list, where the server refuses streaming lists.
+    fn list_not_found() -> Result<watcher::Event<()>, watcher::Error> {
+        Err(watcher::Error::InitialListFailed(kube::Error::Api(not_found_status())))
     }
 
     fn forbidden() -> Result<watcher::Event<()>, watcher::Error> {
@@ -131,7 +144,7 @@ mod tests {
         let started = Arc::new(Started::default());
         assert!(!started.waiting_for_crds(), "nothing listed yet: not waiting, not ready");
         drain(&started, OwnKind::Blueprint, vec![not_found(), not_found()]).await;
-        drain(&started, OwnKind::BlueprintMask, vec![not_found()]).await;
+        drain(&started, OwnKind::BlueprintMask, vec![list_not_found()]).await;
         assert!(started.waiting_for_crds());
         // The Blueprint CRD applied: its list completes; the mask's is still missing.
         drain(&started, OwnKind::Blueprint, vec![Ok(watcher::Event::Init), Ok(watcher::Event::InitDone)]).await;
