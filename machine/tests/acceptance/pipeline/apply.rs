@@ -6,13 +6,18 @@ use super::*;
 const REDMINE_CAS_UPGRADE: &str = "{displayName: x, blueprint: {dogus: [{name: official/redmine, version: 2.0.0-1}, {name: official/cas, version: 2.0.0-1}],
   config: {dogus: {redmine: [{key: logging/root, value: INFO}], cas: [{key: password, sensitive: true, secretRef: {name: s, key: p}}]}}}}";
 
-#[test]
-fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
-    let decision = Scenario::new(REDMINE_CAS_UPGRADE)
+/// The decision for redmine and cas at 1.0.0-1, upgraded with a config key each (one sensitive).
+fn redmine_and_cas_upgraded_with_config() -> blueprint_machine::decision::Decision {
+    Scenario::new(REDMINE_CAS_UPGRADE)
         .with_dogu("official/redmine", "1.0.0-1")
         .with_dogu("official/cas", "1.0.0-1")
         .with_secret("s", &[("p", "new")])
-        .decide();
+        .decide()
+}
+
+#[test]
+fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
+    let decision = redmine_and_cas_upgraded_with_config();
     assert_eq!(
         action_summaries(&decision),
         [
@@ -57,11 +62,7 @@ fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
 /// then the upgrades (never a config write before its dogu's pause, nor an upgrade before its config).
 #[test]
 fn the_pauses_the_config_writes_and_the_upgrades_are_three_runs() {
-    let decision = Scenario::new(REDMINE_CAS_UPGRADE)
-        .with_dogu("official/redmine", "1.0.0-1")
-        .with_dogu("official/cas", "1.0.0-1")
-        .with_secret("s", &[("p", "new")])
-        .decide();
+    let decision = redmine_and_cas_upgraded_with_config();
     assert_eq!(blueprint_machine::decision::independent_runs(&decision.actions), [0..2, 2..4, 4..6]);
 }
 
