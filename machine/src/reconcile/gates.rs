@@ -65,10 +65,10 @@ impl Run<'_> {
     }
 
     /// A completed blueprint stays completed while nothing differs, whatever the health says (a dogu
-    /// that flaps after completion does not reopen it), unless a wanted dogu is paused: its resume
-    /// comes first. But "nothing differs" compares Dogu CR specs,
-    /// and a CR recreated by a reconcile that crashed before its status write has the wanted spec and
-    /// nothing installed yet: only a blueprint whose dogus all run their CR's version keeps it.
+    /// that flaps after completion does not reopen it; a paused wanted dogu's resume comes before
+    /// this). But "nothing differs" compares Dogu CR specs, and a CR recreated by a reconcile that
+    /// crashed before its status write has the wanted spec and nothing installed yet: only a
+    /// blueprint whose dogus all run their CR's version keeps it.
     pub(super) fn still_completed(
         &mut self,
         diff: &Diff<'_>,
@@ -77,11 +77,7 @@ impl Run<'_> {
     ) -> Option<End> {
         let was_completed =
             self.conditions.stored(conditions::COMPLETED).is_some_and(|c| c.status == Status::True.as_str());
-        // A paused wanted dogu is work left even when the diff is empty: the stored `Completed=True`
-        // may be from before the blueprint wanted it (found by the missed-events property: a paused
-        // dogu added to a completed blueprint at its installed version stayed paused for ever).
-        let resume_pending = super::stages::paused_without_change(diff, installed, effective).next().is_some();
-        if !diff.is_empty() || !was_completed || resume_pending {
+        if !diff.is_empty() || !was_completed {
             return None;
         }
         if up_to_date::all_installed(effective, installed) {

@@ -161,13 +161,15 @@ impl<'o> Run<'o> {
         if let Some(end) = self.stopped(flags) {
             return end;
         }
-        if let Some(end) = self.still_completed(&diff, effective, &installed) {
-            return end;
-        }
-        // A resume alone applies nothing a health check guards, and a paused dogu may be the one that
-        // needs its operator to become healthy again: with nothing else to apply, it does not wait.
+        // A paused wanted dogu is work left even when the diff is empty: a stored `Completed=True` may
+        // be from before the blueprint wanted it (found by the missed-events property: such a dogu
+        // stayed paused for ever). A resume alone applies nothing a health check guards, and the paused
+        // dogu may be the one that needs its operator to become healthy again: it does not wait.
         if diff.is_empty() && stages::paused_without_change(&diff, &installed, effective).next().is_some() {
             return self.apply(&diff, effective, &installed);
+        }
+        if let Some(end) = self.still_completed(&diff, effective, &installed) {
+            return end;
         }
         if let Some(end) = gates::health(&health) {
             return end;
