@@ -15,6 +15,7 @@ mod migration;
 mod rbac;
 mod restore;
 mod status_cli;
+mod streaming_lists;
 mod v3_era;
 mod webhook;
 

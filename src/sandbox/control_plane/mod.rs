@@ -61,9 +61,29 @@ pub fn shared() -> &'static ControlPlane {
 /// The control plane of this process, started at the first call; or why it could not start.
 pub fn start_shared() -> Result<&'static ControlPlane, String> {
     static PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
-    let plane = PLANE.get_or_init(|| {
+    started_once(&PLANE, || start(None, &[]))
+}
+
+/// A second control plane of this process whose API server does not serve streaming lists (its
+/// `WatchList` feature gate off, as on Kubernetes 1.27 to 1.31 by default and on 1.33): a watch with
+/// `sendInitialEvents=true` is refused there with 422, and the operator must list and watch instead.
+/// Started at the first call.
+pub fn without_streaming_lists() -> &'static ControlPlane {
+    static PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+    match started_once(&PLANE, || start(Some("without-streaming-lists"), &["--feature-gates=WatchList=false"])) {
+        Ok(plane) => plane,
+        Err(problem) => panic!("the control plane without streaming lists did not start: {problem}"),
+    }
+}
+
+/// The control plane in `slot`, started by `start` at the first call from a thread that never ends:
+/// the children's parent-death signal fires when the process does.
+fn started_once(
+    slot: &'static OnceLock<Result<ControlPlane, String>>,
+    start: fn() -> Result<ControlPlane, String>,
+) -> Result<&'static ControlPlane, String> {
+    let plane = slot.get_or_init(|| {
         let (sender, receiver) = std::sync::mpsc::channel();
-        // The spawning thread never ends: the children's parent-death signal fires when the process does.
         std::thread::Builder::new()
             .name("control-plane".into())
             .spawn(move || {
@@ -78,13 +98,19 @@ pub fn start_shared() -> Result<&'static ControlPlane, String> {
     plane.as_ref().map_err(Clone::clone)
 }
 
-fn start() -> Result<ControlPlane, String> {
+/// Starts a control plane in a folder of this process (`<pid>` or `<pid>-<variant>`), its API server
+/// with `api_args` besides the usual ones.
+fn start(variant: Option<&str>, api_args: &[&str]) -> Result<ControlPlane, String> {
     let bin = bin_dir();
     check_binaries(&bin, &["etcd", "kube-apiserver", "kubectl"], "make kube")?;
     // Beside the binaries: target/kube/run.
     let run = bin.parent().map(|kube| kube.join("run")).unwrap_or_else(|| std::env::temp_dir().join("kube-run"));
     remove_stale(&run);
-    let dir = run.join(std::process::id().to_string());
+    let folder = match variant {
+        None => std::process::id().to_string(),
+        Some(variant) => format!("{}-{variant}", std::process::id()),
+    };
+    let dir = run.join(folder);
     let (client_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
     let settings = Launch {
         dir,
@@ -94,6 +120,7 @@ fn start() -> Result<ControlPlane, String> {
         names: Vec::new(),
         extra_addresses: Vec::new(),
         pods: false,
+        api_args: api_args.iter().map(|arg| (*arg).to_owned()).collect(),
     };
     let (plane, pki) = launch(&settings)?;
     // The Blueprint CRD converts v2 through the webhook: served here, for as long as the process
@@ -149,6 +176,8 @@ pub(crate) struct Launch {
     /// For a cluster that runs Pods: ServiceAccount admission (the token volume of every Pod) and the
     /// `kubernetes` Service's endpoints kept by the API server.
     pub pods: bool,
+    /// More kube-apiserver flags (feature gates).
+    pub api_args: Vec<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -212,7 +241,8 @@ pub(crate) fn launch(settings: &Launch) -> Result<(ControlPlane, Pki), String> {
         .arg(format!("--audit-log-path={}", dir.join("audit.log").display()))
         .arg("--audit-log-format=json")
         .arg("--audit-log-mode=blocking")
-        .arg("--v=1");
+        .arg("--v=1")
+        .args(&settings.api_args);
     if settings.pods {
         // Reachable from the node's Pods (through the `kubernetes` Service, whose endpoint is this
         // address) and from this process.
@@ -428,7 +458,8 @@ fn remove_stale(run: &Path) {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name.strip_prefix("node-").unwrap_or(&name).parse::<u32>().ok();
+        // `<pid>`, `<pid>-<variant>` or `node-<pid>`.
+        let pid = name.strip_prefix("node-").unwrap_or(&name).split('-').next().and_then(|pid| pid.parse::<u32>().ok());
         let prefix = format!("{}/", entry.path().display());
         let mounted = mounts.lines().any(|line| line.split(' ').nth(4).is_some_and(|point| point.starts_with(&prefix)));
         if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) && !mounted {

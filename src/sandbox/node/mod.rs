@@ -234,6 +234,7 @@ impl Supervisor {
             .to_vec(),
             extra_addresses: vec![Ipv4Addr::new(10, 0, 0, 1)],
             pods: true,
+            api_args: Vec::new(),
         })?;
         let write = |path: &Path, text: &str| {
             std::fs::create_dir_all(path.parent().expect("a file in a folder")).map_err(|e| e.to_string())?;

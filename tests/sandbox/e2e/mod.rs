@@ -4,7 +4,7 @@
 //! operators' delays and the scenario's pauses scaled down). `faults` holds what needs the emulator's
 //! controls (injected 409s and 500s, dropped watches, compaction).
 
-mod faults;
+pub(crate) mod faults;
 mod scenarios;
 mod security;
 
@@ -93,10 +93,21 @@ impl Scene {
         behaviour: Behaviour,
         cluster: &str,
     ) -> Scene {
+        Scene::on_control_plane(control_plane::shared(), namespace, operator, behaviour, cluster).await
+    }
+
+    /// A seeded sandbox on the real API server of `plane`, in `namespace` (which exists).
+    pub async fn on_control_plane(
+        plane: &control_plane::ControlPlane,
+        namespace: String,
+        operator: Option<kube::Config>,
+        behaviour: Behaviour,
+        cluster: &str,
+    ) -> Scene {
         let on = On::KubeApiserver;
         let options = SandboxOptions {
             backend: Backend::KubeApiserver {
-                admin: Box::new(control_plane::shared().admin_config(&namespace).await),
+                admin: Box::new(plane.admin_config(&namespace).await),
                 operator: operator.map(Box::new),
             },
             namespace,
