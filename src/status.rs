@@ -77,7 +77,12 @@ pub fn status_patch<'a>(
         status.insert("conditions", conditions);
     }
     let fields = [
-        ("effectiveBlueprint", changed(&stored.effective_blueprint, &wanted.effective_blueprint, Field::Manifest)),
+        (
+            "effectiveBlueprint",
+            changed(&stored.effective_blueprint, &wanted.effective_blueprint, |m: &Arc<BlueprintManifest>| {
+                Field::Manifest(m)
+            }),
+        ),
         ("stateDiff", changed_state_diff(&stored.state_diff, &wanted.state_diff)),
         (
             "observedGeneration",

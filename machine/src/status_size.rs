@@ -10,6 +10,8 @@
 //! omitted when it would take more than half of it, and the state diff keeps its first entries (in
 //! name order) and counts the rest; the `Completed` condition says so.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::api::{Blueprint, BlueprintManifest, StateDiff};
@@ -24,7 +26,7 @@ const ALWAYS_FITS: usize = 64 * 1024;
 /// The effective blueprint and state diff to publish, and what was left out.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Fitted {
-    pub effective_blueprint: Option<BlueprintManifest>,
+    pub effective_blueprint: Option<Arc<BlueprintManifest>>,
     pub state_diff: StateDiff,
     /// Why and what was summarised, for the `Completed` condition; `None` when nothing was.
     pub note: Option<String>,
@@ -33,7 +35,7 @@ pub(crate) struct Fitted {
 /// Fits the effective blueprint and the state diff of `blueprint`'s status into the budget.
 pub(crate) fn fit(
     blueprint: &Blueprint,
-    effective_blueprint: Option<BlueprintManifest>,
+    effective_blueprint: Option<Arc<BlueprintManifest>>,
     state_diff: StateDiff,
 ) -> Fitted {
     let effective_size = effective_blueprint.as_ref().map_or(0, size);

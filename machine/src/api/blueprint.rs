@@ -261,7 +261,7 @@ pub struct BlueprintSpec {
 
 /// The wanted dogus, components and configuration. The same shape is used for
 /// `status.effectiveBlueprint`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintManifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,7 +273,7 @@ pub struct BlueprintManifest {
 }
 
 /// A wanted dogu.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintDogu {
     /// `namespace/simpleName`, e.g. `official/postgresql`.
@@ -288,7 +288,7 @@ pub struct BlueprintDogu {
     pub platform_config: Option<PlatformConfig>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,7 +299,7 @@ pub struct PlatformConfig {
     pub additional_mounts: Option<Vec<AdditionalMount>>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceConfig {
     /// Minimum size of the dogu's data volume (a Kubernetes quantity, e.g. `5Gi`). Only grows.
@@ -311,7 +311,7 @@ pub struct ResourceConfig {
     pub storage_class_name: Option<String>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReverseProxyConfig {
     /// Maximum request body size (a decimal-SI quantity, e.g. `100M`; `0` = unlimited).
@@ -339,7 +339,7 @@ pub struct AdditionalMount {
 }
 
 /// A wanted platform component.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintComponent {
     /// `distributionNamespace/simpleName`, e.g. `k8s/k8s-dogu-operator`.
@@ -355,7 +355,7 @@ pub struct BlueprintComponent {
     pub deploy_config: Option<serde_json::Value>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintConfig {
     /// Per-dogu config, keyed by the dogu's simple name.
@@ -367,7 +367,7 @@ pub struct BlueprintConfig {
 
 /// One config key: set to a value, from a key of a Secret (`secretRef`, sensitive or not) or of a
 /// ConfigMap (`configRef`), or removed (`absent`).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigEntry {
     /// `/`-separated key path, e.g. `logging/root`.
@@ -473,8 +473,10 @@ pub struct BlueprintStatus {
     #[schemars(schema_with = "schema::conditions")]
     pub conditions: Vec<Condition>,
     /// The blueprint after applying the mask.
+    // Shared: a reconcile whose effective blueprint is the stored one decides the stored one, without
+    // building a copy of it (`EffectiveBlueprint::to_api_reusing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effective_blueprint: Option<BlueprintManifest>,
+    pub effective_blueprint: Option<Arc<BlueprintManifest>>,
     /// What differs between the effective blueprint and the ecosystem.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_diff: Option<StateDiff>,

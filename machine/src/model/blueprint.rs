@@ -255,10 +255,31 @@ impl TargetDogu {
         })
     }
 
+    /// Whether `written` is what [`to_api`](Self::to_api) writes, without building it (see
+    /// `EffectiveBlueprint::written_as`). A platform config is rare: it is compared as built.
+    pub(crate) fn written_as(&self, written: &api::BlueprintDogu) -> bool {
+        let name = (self.name.namespace.as_str(), self.name.simple.as_str());
+        written.name.split_once('/') == Some(name)
+            && written.version.as_deref() == self.version.as_ref().map(DoguVersion::raw)
+            && written.absent == Some(self.absent)
+            && match &written.platform_config {
+                None => !self.has_platform_config(),
+                Some(_) => self.to_api() == *written,
+            }
+    }
+
+    fn has_resource(&self) -> bool {
+        self.min_volume_size.is_some() || self.storage_class.is_some()
+    }
+
+    fn has_platform_config(&self) -> bool {
+        self.has_resource() || !self.reverse_proxy.is_empty() || !self.mounts.is_empty()
+    }
+
     /// The dogu as written to `status.effectiveBlueprint`.
     pub fn to_api(&self) -> api::BlueprintDogu {
-        let has_resource = self.min_volume_size.is_some() || self.storage_class.is_some();
-        let has_platform_config = has_resource || !self.reverse_proxy.is_empty() || !self.mounts.is_empty();
+        let has_resource = self.has_resource();
+        let has_platform_config = self.has_platform_config();
         api::BlueprintDogu {
             name: self.name.to_string(),
             version: self.version.as_ref().map(|v| v.raw().to_owned()),
@@ -366,6 +387,16 @@ impl<'a> ConfigEntry<'a> {
         }
     }
 
+    /// Whether `written` is what [`to_api`](Self::to_api) writes, without building it.
+    pub(crate) fn written_as(self, written: &api::ConfigEntry) -> bool {
+        written.key == self.key
+            && written.absent == self.absent.then_some(true)
+            && written.value.as_deref() == if self.sensitive { None } else { self.value }
+            && written.sensitive == self.sensitive.then_some(true)
+            && written.secret_ref.as_ref() == self.secret_ref
+            && written.config_ref.as_ref() == self.config_ref
+    }
+
     /// The entry as written to `status.effectiveBlueprint`: never a sensitive value.
     pub(crate) fn to_api(self) -> api::ConfigEntry {
         api::ConfigEntry {
@@ -397,6 +428,29 @@ impl<'a> Config<'a> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.global.is_empty() && self.dogus.is_empty()
+    }
+
+    /// Whether `written` is what [`to_api`](Self::to_api) writes, without building it.
+    pub(crate) fn written_as(&self, written: Option<&api::BlueprintConfig>) -> bool {
+        let Some(written) = written else { return self.is_empty() };
+        let entries_match = |entries: &[ConfigEntry], written: &[api::ConfigEntry]| {
+            entries.len() == written.len() && entries.iter().zip(written).all(|(entry, w)| entry.written_as(w))
+        };
+        let dogus_match = match &written.dogus {
+            None => self.dogus.is_empty(),
+            Some(dogus) => {
+                !self.dogus.is_empty()
+                    && dogus.len() == self.dogus.len()
+                    && self.dogus.iter().zip(dogus).all(|((dogu, entries), (w_dogu, w_entries))| {
+                        *dogu == w_dogu.as_str() && entries_match(entries, w_entries)
+                    })
+            }
+        };
+        let global_match = match &written.global {
+            None => self.global.is_empty(),
+            Some(global) => !self.global.is_empty() && entries_match(&self.global, global),
+        };
+        !self.is_empty() && dogus_match && global_match
     }
 
     pub(crate) fn to_api(&self) -> Option<api::BlueprintConfig> {

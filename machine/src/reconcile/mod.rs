@@ -14,6 +14,8 @@ mod gates;
 mod requeue;
 mod stages;
 
+use std::sync::Arc;
+
 use crate::api::{Blueprint, BlueprintManifest, StateDiff};
 use crate::conditions::Conditions;
 use crate::decision::{Action, Decision, Requeue, State};
@@ -75,7 +77,7 @@ struct Run<'o> {
     blueprint: &'o Blueprint,
     generation: i64,
     conditions: Conditions,
-    effective_blueprint: Option<BlueprintManifest>,
+    effective_blueprint: Option<Arc<BlueprintManifest>>,
     state_diff: Option<StateDiff>,
     /// The state diff is not empty (`Completed=False`).
     diff_pending: bool,
@@ -124,7 +126,8 @@ impl<'o> Run<'o> {
             Err(invalid) => return self.invalid(invalid.reason, invalid.message.clone()),
         };
         let (effective, flags) = (&read.effective, read.flags);
-        self.effective_blueprint = Some(effective.to_api());
+        let stored = self.blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
+        self.effective_blueprint = Some(effective.to_api_reusing(stored));
         // Nothing is read from a Secret the blueprint may not read, not even to compare it (D53).
         let access = &observation.operator.secret_access;
         if let Some(refused) = references::refused_secrets(effective, &observation.referenced_secrets, access) {

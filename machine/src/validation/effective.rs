@@ -1,7 +1,9 @@
 //! The effective blueprint: the blueprint with the mask applied.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
+use crate::api::BlueprintManifest;
 use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
 use crate::problem::Problem;
 
@@ -59,8 +61,40 @@ impl<'a> EffectiveBlueprint<'a> {
         self.dogus.iter().filter(|d| !d.absent)
     }
 
-    pub(crate) fn to_api(&self) -> crate::api::BlueprintManifest {
-        crate::api::BlueprintManifest {
+    /// Whether `written` (a stored `status.effectiveBlueprint`) is what [`to_api`](Self::to_api)
+    /// writes, compared without building it: in a steady state it is, and building the manifest
+    /// (a string per dogu name, version, config key and value) was a quarter of a reconcile.
+    pub(crate) fn written_as(&self, written: &BlueprintManifest) -> bool {
+        let dogus_match = match &written.dogus {
+            None => self.dogus.is_empty(),
+            Some(dogus) => {
+                !self.dogus.is_empty()
+                    && dogus.len() == self.dogus.len()
+                    && self.dogus.iter().zip(dogus).all(|(dogu, w)| dogu.written_as(w))
+            }
+        };
+        let components_match = match &written.components {
+            None => self.components.is_empty(),
+            Some(components) => {
+                !self.components.is_empty()
+                    && components.len() == self.components.len()
+                    && self.components.iter().zip(components).all(|(component, w)| component.to_api() == *w)
+            }
+        };
+        dogus_match && components_match && self.config.written_as(written.config.as_ref())
+    }
+
+    /// The manifest of `status.effectiveBlueprint`: `stored`, shared, when it is what this one writes
+    /// (nothing is built then); otherwise built.
+    pub(crate) fn to_api_reusing(&self, stored: Option<&Arc<BlueprintManifest>>) -> Arc<BlueprintManifest> {
+        match stored {
+            Some(stored) if self.written_as(stored) => Arc::clone(stored),
+            _ => Arc::new(self.to_api()),
+        }
+    }
+
+    pub(crate) fn to_api(&self) -> BlueprintManifest {
+        BlueprintManifest {
             dogus: (!self.dogus.is_empty()).then(|| self.dogus.iter().map(TargetDogu::to_api).collect()),
             components: (!self.components.is_empty())
                 .then(|| self.components.iter().map(TargetComponent::to_api).collect()),

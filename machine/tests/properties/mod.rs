@@ -10,6 +10,9 @@ mod history;
 mod model;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use blueprint_machine::api::BlueprintManifest;
 
 use blueprint_machine::decision::{Decision, Operation};
 use blueprint_machine::{Observation, State};
@@ -230,6 +233,42 @@ proptest! {
         prop_assert!(after.events.is_empty(), "{:?}", after.events);
     }
 
+    /// The effective blueprint a reconcile decides does not depend on the stored one: a stored one
+    /// that is the decided one is shared (nothing is built), and one that differs anywhere (a value,
+    /// a flag, a field or an entry left out) is replaced.
+    /// Seen failing with: config entries compared without `sensitive`, and without `configRef` (the
+    /// stored manifest was kept).
+    #[test]
+    fn the_stored_effective_blueprint_is_kept_only_when_it_is_the_decided_one(
+        model in generate::model(World::Any),
+        site in any::<usize>(),
+        mutation in 0usize..3,
+    ) {
+        let observation = model.observe();
+        let decided = |stored: Option<Arc<BlueprintManifest>>| {
+            let mut observation = observation.clone();
+            if let Some(blueprint) = observation.blueprint.as_mut() {
+                let status = Arc::make_mut(blueprint).status.get_or_insert_with(Default::default);
+                Arc::make_mut(status).effective_blueprint = stored;
+            }
+            let decision = blueprint_machine::reconcile(&observation);
+            decision.status.as_ref().and_then(|s| s.effective_blueprint.clone())
+        };
+        let fresh = decided(None);
+        let Some(fresh) = fresh else {
+            // Not evaluated (an invalid blueprint): nothing stored is published either.
+            let stored = Arc::new(BlueprintManifest::default());
+            prop_assert_eq!(decided(Some(stored)), None);
+            return Ok(());
+        };
+        let kept = decided(Some(Arc::clone(&fresh)));
+        prop_assert!(kept.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, &fresh)), "the equal stored manifest is shared");
+        if let Some(changed) = mutated(&fresh, site, mutation) {
+            let replaced = decided(Some(Arc::new(changed.clone())));
+            prop_assert_eq!(replaced.as_deref(), Some(&*fresh), "the stored {:?} was kept", changed);
+        }
+    }
+
     /// Whatever the world, applying what is decided never makes an action fail on the model (no
     /// create of an existing object, no write based on a stale version) and stays safe.
     /// Seen failing with: the forbidden-action check disabled (an empty downgrade patch, repeated).
@@ -237,6 +276,67 @@ proptest! {
     fn applying_any_world_stays_safe(model in generate::model(World::Any)) {
         converge(model, 6)?;
     }
+}
+
+/// `manifest` changed at one of its values (`site` modulo their number, in document order): a scalar
+/// changed (`mutation` 0), an object member left out (1) or an array element left out (2); `None`
+/// when it has no such value, or the result is not a manifest or the same one.
+fn mutated(manifest: &BlueprintManifest, site: usize, mutation: usize) -> Option<BlueprintManifest> {
+    fn visit(value: &mut serde_json::Value, site: &mut usize, mutation: usize) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::Object(members) => {
+                if mutation == 1 && *site < members.len() {
+                    let key = members.keys().nth(*site).cloned().expect("within the members");
+                    members.remove(&key);
+                    return true;
+                }
+                if mutation == 1 {
+                    *site -= members.len();
+                }
+                members.values_mut().any(|member| visit(member, site, mutation))
+            }
+            Value::Array(elements) => {
+                if mutation == 2 && *site < elements.len() {
+                    elements.remove(*site);
+                    return true;
+                }
+                if mutation == 2 {
+                    *site -= elements.len();
+                }
+                elements.iter_mut().any(|element| visit(element, site, mutation))
+            }
+            scalar if mutation == 0 => {
+                if *site > 0 {
+                    *site -= 1;
+                    return false;
+                }
+                *scalar = match scalar {
+                    Value::Bool(b) => Value::Bool(!*b),
+                    Value::String(text) => Value::String(format!("{text}x")),
+                    Value::Number(n) => serde_json::json!(n.as_i64().unwrap_or(0) + 1),
+                    _ => Value::Bool(true),
+                };
+                true
+            }
+            _ => false,
+        }
+    }
+    let mut document = serde_json::to_value(manifest).expect("a manifest serializes");
+    // How many sites there are: what a visit that finds none counts down.
+    let all = usize::MAX / 2;
+    let mut left = all;
+    visit(&mut document.clone(), &mut left, mutation);
+    let sites = all - left;
+    if sites == 0 {
+        return None;
+    }
+    let mut left = site % sites;
+    if !visit(&mut document, &mut left, mutation) {
+        return None;
+    }
+    let changed: BlueprintManifest = serde_json::from_value(document).ok()?;
+    (changed != *manifest).then_some(changed)
 }
 
 // ---- histories (tests/properties/history.rs) ----
