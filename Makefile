@@ -98,7 +98,7 @@ crds:
 
 ## bench: the benchmarks
 bench:
-	$(CARGO) bench --locked --bench reconcile --bench plan --bench replay
+	$(CARGO) bench --locked --bench reconcile --bench observe --bench plan --bench replay
 
 ## bench-sandbox: the release operator as a child process against the sandbox: requests by verb, writes,
 ## events, time to Completed=True against a floor, CPU seconds, peak memory and its growth per dogu for

@@ -7,6 +7,7 @@
 
 pub mod decoded;
 pub mod digest;
+pub mod memo;
 pub mod referenced;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,6 +32,7 @@ use blueprint_machine::keys_from_secrets;
 use decoded::{Decoded, Undecodable};
 
 pub use digest::Digester;
+pub use memo::KeptConfigs;
 
 /// Which config a ConfigMap or Secret holds, from its labels (`blueprint_machine::naming`).
 pub fn config_target(meta: &ObjectMeta) -> Option<ConfigTarget> {
@@ -220,7 +222,9 @@ pub fn restore_observation(restore: &DynamicObject) -> RestoreObservation {
 }
 
 impl Snapshot<'_> {
-    pub fn observe(&self, digester: &Digester) -> Observation {
+    /// The machine's observation. The config objects' observations come from `kept` where their
+    /// objects are unchanged, and are kept there for the next one.
+    pub fn observe(&self, digester: &Digester, kept: &KeptConfigs) -> Observation {
         let mut global_config = ConfigObservation::Missing;
         let mut dogu_configs = BTreeMap::new();
         // The Blueprint is read once, and only where the controller did not read it already (plan).
@@ -241,27 +245,41 @@ impl Snapshot<'_> {
         let none = BTreeSet::new();
         let filled_in = |dogu: Option<&String>| filled.get(&dogu.cloned()).unwrap_or(&none);
         let mut health_config = None;
+        let mut config_maps = kept.config_maps.pass();
         for config_map in &self.config_maps {
-            if config_map.metadata.name.as_deref() == Some(HEALTH_CONFIG) {
+            let meta = &config_map.metadata;
+            if meta.name.as_deref() == Some(HEALTH_CONFIG) {
                 health_config = Some(config_map.data.clone().unwrap_or_default());
             }
-            match config_target(&config_map.metadata) {
-                Some(ConfigTarget::Global) => {
-                    global_config = config_map_observation(config_map, digester, filled_in(None));
-                }
-                Some(ConfigTarget::Dogu(dogu)) => {
-                    let observed = config_map_observation(config_map, digester, filled_in(Some(&dogu)));
-                    dogu_configs.insert(dogu, observed);
-                }
-                _ => {}
+            let target = config_target(meta);
+            let dogu = match &target {
+                Some(ConfigTarget::Global) => None,
+                Some(ConfigTarget::Dogu(dogu)) => Some(dogu),
+                _ => continue,
+            };
+            let filled = filled_in(dogu);
+            let name = meta.name.as_deref().unwrap_or_default();
+            let observed = config_maps.observe(name, meta.resource_version.as_deref(), filled, || {
+                config_map_observation(config_map, digester, filled)
+            });
+            match target {
+                Some(ConfigTarget::Dogu(dogu)) => _ = dogu_configs.insert(dogu, observed),
+                _ => global_config = observed,
             }
         }
+        drop(config_maps);
         let mut sensitive_configs = BTreeMap::new();
+        let mut secrets = kept.secrets.pass();
         for secret in &self.secrets {
-            if let Some(ConfigTarget::Sensitive(dogu)) = config_target(&secret.metadata) {
-                sensitive_configs.insert(dogu, sensitive_observation(secret, digester));
+            let meta = &secret.metadata;
+            if let Some(ConfigTarget::Sensitive(dogu)) = config_target(meta) {
+                let name = meta.name.as_deref().unwrap_or_default();
+                let observed = secrets
+                    .observe(name, meta.resource_version.as_deref(), &none, || sensitive_observation(secret, digester));
+                sensitive_configs.insert(dogu, observed);
             }
         }
+        drop(secrets);
         // A config object that does not fit its type is unreadable config; a Dogu or Component CR that
         // does not fit is unreadable to the machine (it blocks what concerns it).
         let mut undecodable = Vec::new();

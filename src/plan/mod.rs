@@ -18,7 +18,7 @@ use blueprint_machine::decision::{Action, Decision, Event, Requeue, State};
 use blueprint_machine::observation::{DescriptorEntry, Observation, OperatorFacts};
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::observe::{Digester, Snapshot};
+use crate::observe::{Digester, KeptConfigs, Snapshot};
 
 pub use input::InputError;
 
@@ -259,7 +259,7 @@ fn observe(
         restores: cluster.restores.iter().map(crate::observe::restore_observation).collect(),
         debug_mode: cluster.debug_modes.iter().find_map(crate::observe::debug_mode_observation),
     };
-    (snapshot.observe(&Digester::random()), warnings)
+    (snapshot.observe(&Digester::random(), &KeptConfigs::default()), warnings)
 }
 
 /// The current time at the precision Kubernetes stores (seconds).

@@ -19,8 +19,8 @@ use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
 use crate::metrics::Metrics;
-use crate::observe::Digester;
 use crate::observe::referenced::ByVersion;
+use crate::observe::{Digester, KeptConfigs};
 
 /// How long a reconcile waits for the caches to be filled before it gives up (and is retried with
 /// backoff): deciding on an unfilled cache would mean deciding on a cluster without those objects.
@@ -49,6 +49,8 @@ pub struct Context {
     /// Referenced Secrets' digests and referenced ConfigMaps' data, by `resourceVersion`.
     pub secrets: ByVersion<blueprint_machine::observation::ReferencedSecret>,
     pub config_maps: ByVersion<blueprint_machine::observation::ReferencedConfigMap>,
+    /// The config objects' observations, by `resourceVersion`: an unchanged object is not parsed again.
+    pub kept_configs: KeptConfigs,
     pub reporter: Reporter,
     pub metrics: Arc<Metrics>,
     pub backoff: BackoffTracker,
@@ -85,6 +87,7 @@ impl Context {
             digester: Digester::random(),
             secrets: ByVersion::default(),
             config_maps: ByVersion::default(),
+            kept_configs: KeptConfigs::default(),
             reporter,
             metrics,
             backoff: BackoffTracker::default(),

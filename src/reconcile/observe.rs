@@ -109,7 +109,7 @@ pub(super) async fn observe(
         debug_mode: stores.debug_modes.state().iter().find_map(|d| debug_mode_observation(d)),
         restores: stores.restores.state().iter().map(|r| restore_observation(r)).collect(),
     };
-    Ok(Observation { reconcile_request, ..snapshot.observe(&context.digester) })
+    Ok(Observation { reconcile_request, ..snapshot.observe(&context.digester, &context.kept_configs) })
 }
 
 /// The decoded objects of a cache, shared with it.
