@@ -433,23 +433,14 @@ impl<'a> Config<'a> {
     /// Whether `written` is what [`to_api`](Self::to_api) writes, without building it.
     pub(crate) fn written_as(&self, written: Option<&api::BlueprintConfig>) -> bool {
         let Some(written) = written else { return self.is_empty() };
-        let entries_match = |entries: &[ConfigEntry], written: &[api::ConfigEntry]| {
-            entries.len() == written.len() && entries.iter().zip(written).all(|(entry, w)| entry.written_as(w))
+        let entries_match = |entries: &Vec<ConfigEntry>, written: &Vec<api::ConfigEntry>| {
+            written_list(entries.iter(), Some(written.iter()), |entry, w| entry.written_as(w))
         };
-        let dogus_match = match &written.dogus {
-            None => self.dogus.is_empty(),
-            Some(dogus) => {
-                !self.dogus.is_empty()
-                    && dogus.len() == self.dogus.len()
-                    && self.dogus.iter().zip(dogus).all(|((dogu, entries), (w_dogu, w_entries))| {
-                        *dogu == w_dogu.as_str() && entries_match(entries, w_entries)
-                    })
-            }
-        };
-        let global_match = match &written.global {
-            None => self.global.is_empty(),
-            Some(global) => !self.global.is_empty() && entries_match(&self.global, global),
-        };
+        let dogus_match = written_list(self.dogus.iter(), written.dogus.as_ref().map(|d| d.iter()), |ours, w| {
+            *ours.0 == w.0.as_str() && entries_match(ours.1, w.1)
+        });
+        let global_match =
+            written_list(self.global.iter(), written.global.as_ref().map(|g| g.iter()), |e, w| e.written_as(w));
         !self.is_empty() && dogus_match && global_match
     }
 
@@ -468,5 +459,18 @@ impl<'a> Config<'a> {
             }),
             global: (!self.global.is_empty()).then(|| self.global.iter().copied().map(ConfigEntry::to_api).collect()),
         })
+    }
+}
+
+/// Whether a list written to the status (`None` where there was nothing to write) holds, item by item,
+/// what `ours` writes: the shape of every list in `status.effectiveBlueprint`.
+pub(crate) fn written_list<T, W>(
+    ours: impl ExactSizeIterator<Item = T>,
+    written: Option<impl ExactSizeIterator<Item = W>>,
+    mut same: impl FnMut(T, W) -> bool,
+) -> bool {
+    match written {
+        None => ours.len() == 0,
+        Some(written) => ours.len() != 0 && ours.len() == written.len() && ours.zip(written).all(|(o, w)| same(o, w)),
     }
 }

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::api::BlueprintManifest;
-use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu};
+use crate::model::{Config, ParsedBlueprint, TargetComponent, TargetDogu, written_list};
 use crate::problem::Problem;
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -65,22 +65,12 @@ impl<'a> EffectiveBlueprint<'a> {
     /// writes, compared without building it: in a steady state it is, and building the manifest
     /// (a string per dogu name, version, config key and value) was a quarter of a reconcile.
     pub(crate) fn written_as(&self, written: &BlueprintManifest) -> bool {
-        let dogus_match = match &written.dogus {
-            None => self.dogus.is_empty(),
-            Some(dogus) => {
-                !self.dogus.is_empty()
-                    && dogus.len() == self.dogus.len()
-                    && self.dogus.iter().zip(dogus).all(|(dogu, w)| dogu.written_as(w))
-            }
-        };
-        let components_match = match &written.components {
-            None => self.components.is_empty(),
-            Some(components) => {
-                !self.components.is_empty()
-                    && components.len() == self.components.len()
-                    && self.components.iter().zip(components).all(|(component, w)| component.to_api() == *w)
-            }
-        };
+        let dogus_match =
+            written_list(self.dogus.iter(), written.dogus.as_ref().map(|d| d.iter()), |dogu, w| dogu.written_as(w));
+        let components_match =
+            written_list(self.components.iter(), written.components.as_ref().map(|c| c.iter()), |component, w| {
+                component.to_api() == *w
+            });
         dogus_match && components_match && self.config.written_as(written.config.as_ref())
     }
 
