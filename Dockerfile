@@ -4,7 +4,8 @@
 # keeps both in step: every file the build reads is copied in the first stage.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock rustfmt.toml ./
+COPY Cargo.toml Cargo.lock rustfmt.toml build.rs ./
+COPY tools/link-order/hot-functions.txt tools/link-order/hot-functions.txt
 COPY machine machine
 COPY src src
 COPY benches benches

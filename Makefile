@@ -1,7 +1,7 @@
 # The one entry point: run, test, lint, crds, bench.
 CARGO ?= cargo
 
-.PHONY: run plan test test-long test-deep lint audit audit-tool crds bench bench-sandbox bench-sandbox-real record-corpus build kube helm \
+.PHONY: run plan test test-long test-deep lint audit audit-tool crds bench bench-sandbox bench-sandbox-real link-order record-corpus build kube helm \
 	node image cluster-up cluster-down
 
 ## run: the whole operator in the sandbox, applying the fresh-install example until it is completed
@@ -109,6 +109,12 @@ bench-sandbox:
 ## bench-sandbox-real: the same against a real kube-apiserver with etcd (make kube)
 bench-sandbox-real: kube
 	SANDBOX_BENCH_SERVER=kube-apiserver $(CARGO) bench --locked --bench sandbox
+
+## link-order: record which functions the release operator runs (callgrind, during the 7-dogu run of
+## bench-sandbox-real; needs valgrind) into tools/link-order/hot-functions.txt, the order in which the
+## release build links them: redo it after changes that add or rename hot functions (docs/performance.md)
+link-order: kube
+	@CARGO="$(CARGO)" tools/link-order/record.sh
 
 ## record-corpus: re-record the replay corpus (tests/replay/) from the sandbox scenarios, on purpose:
 ## after a deliberate change of behaviour, or of the journal format

@@ -63,6 +63,8 @@ fn the_dockerfile_copies_everything_the_build_reads() {
         ["Cargo.toml", "Cargo.lock", "machine", "src"].iter().map(PathBuf::from).collect();
     // Cargo reads every target the manifest names, benches and tests included.
     needed.extend(["benches", "tests"].iter().map(PathBuf::from));
+    // build.rs, and the linker's order of the hot functions it hands on.
+    needed.extend(["build.rs", "tools/link-order/hot-functions.txt"].iter().map(PathBuf::from));
     included(&repository("src"), &mut needed);
     included(&repository("machine/src"), &mut needed);
     assert!(needed.iter().any(|p| p.starts_with("examples")), "the sandbox builds in the examples");
