@@ -2,6 +2,7 @@
 //! Component CRDs (owned by the dogu and component operators).
 
 pub mod blueprint;
+mod compact;
 pub mod component;
 pub mod dogu;
 pub mod mask;

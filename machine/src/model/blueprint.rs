@@ -284,13 +284,16 @@ impl TargetDogu {
             name: self.name.to_string(),
             version: self.version.as_ref().map(|v| v.raw().to_owned()),
             absent: Some(self.absent),
-            platform_config: has_platform_config.then(|| api::PlatformConfig {
-                resource: has_resource.then(|| api::ResourceConfig {
-                    min_volume_size: self.min_volume_size.map(|q| q.canonical()),
-                    storage_class_name: self.storage_class.clone(),
-                }),
-                reverse_proxy: (!self.reverse_proxy.is_empty()).then(|| self.reverse_proxy.to_api()),
-                additional_mounts: (!self.mounts.is_empty()).then(|| self.mounts.iter().map(Mount::to_api).collect()),
+            platform_config: has_platform_config.then(|| {
+                Box::new(api::PlatformConfig {
+                    resource: has_resource.then(|| api::ResourceConfig {
+                        min_volume_size: self.min_volume_size.map(|q| q.canonical()),
+                        storage_class_name: self.storage_class.clone(),
+                    }),
+                    reverse_proxy: (!self.reverse_proxy.is_empty()).then(|| self.reverse_proxy.to_api()),
+                    additional_mounts: (!self.mounts.is_empty())
+                        .then(|| self.mounts.iter().map(Mount::to_api).collect()),
+                })
             }),
         }
     }
@@ -382,8 +385,8 @@ impl<'a> ConfigEntry<'a> {
             absent: entry.absent.unwrap_or(false),
             value: entry.value.as_deref(),
             sensitive: entry.sensitive.unwrap_or(false),
-            secret_ref: entry.secret_ref.as_ref(),
-            config_ref: entry.config_ref.as_ref(),
+            secret_ref: entry.secret_ref.as_deref(),
+            config_ref: entry.config_ref.as_deref(),
         }
     }
 
@@ -393,8 +396,8 @@ impl<'a> ConfigEntry<'a> {
             && written.absent == self.absent.then_some(true)
             && written.value.as_deref() == if self.sensitive { None } else { self.value }
             && written.sensitive == self.sensitive.then_some(true)
-            && written.secret_ref.as_ref() == self.secret_ref
-            && written.config_ref.as_ref() == self.config_ref
+            && written.secret_ref.as_deref() == self.secret_ref
+            && written.config_ref.as_deref() == self.config_ref
     }
 
     /// The entry as written to `status.effectiveBlueprint`: never a sensitive value.
@@ -404,8 +407,8 @@ impl<'a> ConfigEntry<'a> {
             absent: self.absent.then_some(true),
             value: if self.sensitive { None } else { self.value.map(str::to_owned) },
             sensitive: self.sensitive.then_some(true),
-            secret_ref: self.secret_ref.cloned(),
-            config_ref: self.config_ref.cloned(),
+            secret_ref: self.secret_ref.cloned().map(Box::new),
+            config_ref: self.config_ref.cloned().map(Box::new),
         }
     }
 }

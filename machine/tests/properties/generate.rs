@@ -227,7 +227,7 @@ fn build(
             name: format!("{namespace}/{name}"),
             version: Some(VERSIONS[version].into()),
             absent: Some(absent),
-            platform_config: Some(PlatformConfig {
+            platform_config: Some(Box::new(PlatformConfig {
                 resource: (knob.size.is_some() || knob.storage_class.is_some()).then(|| ResourceConfig {
                     min_volume_size: knob.size.map(Into::into),
                     storage_class_name: knob.storage_class.map(Into::into),
@@ -246,7 +246,7 @@ fn build(
                         })
                         .collect()
                 }),
-            }),
+            })),
         });
         let mut masked_absent = false;
         // A mask cannot make an absent dogu present; a reachable blueprint does not try.
@@ -425,7 +425,7 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
         EntryKnob::Sensitive(k) => ConfigEntry {
             key: key.into(),
             sensitive: Some(true),
-            secret_ref: Some(secret_key(k)),
+            secret_ref: Some(Box::new(secret_key(k))),
             // A global sensitive entry is invalid: the generator makes it on purpose in the `Any` world.
             value: None,
             config_ref: None,
@@ -435,14 +435,14 @@ fn config_entry(key: &str, knob: EntryKnob, dogu: bool) -> ConfigEntry {
             ConfigEntry { key: key.into(), sensitive: Some(true), absent: Some(true), ..Default::default() }
         }
         EntryKnob::FromSecret(k) => {
-            ConfigEntry { key: key.into(), secret_ref: Some(secret_key(k)), ..Default::default() }
+            ConfigEntry { key: key.into(), secret_ref: Some(Box::new(secret_key(k))), ..Default::default() }
         }
         EntryKnob::FromConfigMap(k) => ConfigEntry {
             key: key.into(),
-            config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
+            config_ref: Some(Box::new(blueprint_machine::api::ConfigMapKeyReference {
                 name: CONFIG_MAP.into(),
                 key: CONFIG_MAP_KEYS[k].into(),
-            }),
+            })),
             ..Default::default()
         },
     }

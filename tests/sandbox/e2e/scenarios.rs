@@ -562,10 +562,10 @@ pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(
         .await;
     let reference = |key: &str| blueprint_machine::api::ConfigEntry {
         key: format!("from-map/{key}"),
-        config_ref: Some(blueprint_machine::api::ConfigMapKeyReference {
+        config_ref: Some(Box::new(blueprint_machine::api::ConfigMapKeyReference {
             name: "site-settings".into(),
             key: key.into(),
-        }),
+        })),
         ..Default::default()
     };
     let wanted = default_blueprint_with(reference("theme"), reference("mail-relay"));
@@ -615,10 +615,10 @@ pub async fn a_secret_value_fills_the_normal_config_and_is_never_shown(on: On) {
         .await;
     let reference = |key: &str| blueprint_machine::api::ConfigEntry {
         key: key.into(),
-        secret_ref: Some(blueprint_machine::api::SecretReference {
+        secret_ref: Some(Box::new(blueprint_machine::api::SecretReference {
             name: "mail-credentials".into(),
             key: "relay".into(),
-        }),
+        })),
         ..Default::default()
     };
     let wanted = default_blueprint_with(reference("mail/relay-password"), reference("relay/password"));

@@ -27,7 +27,10 @@ pub async fn a_blueprint_cannot_read_the_operators_or_helms_secrets(on: On) {
     let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
     let entry = |key: &str, name: &str, secret_key: &str| blueprint_machine::api::ConfigEntry {
         key: key.into(),
-        secret_ref: Some(blueprint_machine::api::SecretReference { name: name.into(), key: secret_key.into() }),
+        secret_ref: Some(Box::new(blueprint_machine::api::SecretReference {
+            name: name.into(),
+            key: secret_key.into(),
+        })),
         ..Default::default()
     };
     let postfix = config.dogus.get_or_insert_with(Default::default).entry("postfix".into()).or_default();

@@ -257,7 +257,7 @@ fn manifest_to_v3(manifest: ManifestV1, fields: &mut V1Fields) -> ManifestV3 {
             BlueprintDogu {
                 absent: absent(dogu.target_state.as_deref()),
                 version: dogu.version.filter(|v| !v.is_empty()),
-                platform_config: dogu.platform_config.and_then(platform_to_v3),
+                platform_config: dogu.platform_config.and_then(platform_to_v3).map(Box::new),
                 name: dogu.name,
             }
         })
@@ -447,7 +447,7 @@ fn manifest_to_v1(
             DoguV1 {
                 target_state: Some(target_state(dogu.absent)),
                 version: dogu.version,
-                platform_config: dogu.platform_config.and_then(platform_to_v3),
+                platform_config: dogu.platform_config.map(|config| *config).and_then(platform_to_v3),
                 name: dogu.name,
             }
         })

@@ -71,13 +71,15 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
                 version: Some(version),
                 absent: Some(false),
                 // An installed dogu keeps its storage class: the blueprint must name the same one.
-                platform_config: storage_class.map(|class| blueprint_machine::api::PlatformConfig {
-                    resource: Some(blueprint_machine::api::ResourceConfig {
-                        min_volume_size: None,
-                        storage_class_name: class,
-                    }),
-                    ..Default::default()
-                }),
+                platform_config: storage_class
+                    .map(|class| blueprint_machine::api::PlatformConfig {
+                        resource: Some(blueprint_machine::api::ResourceConfig {
+                            min_volume_size: None,
+                            storage_class_name: class,
+                        }),
+                        ..Default::default()
+                    })
+                    .map(Box::new),
             });
         }
         Edit::Remove { dogu } | Edit::Mask { dogu } => {
