@@ -223,15 +223,114 @@ pub async fn write(
     patch: &StatusPatch<'_>,
 ) -> Result<Option<String>, kube::Error> {
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..Default::default() };
+    // kube builds the path, query and headers; the body is serialized here, at its size.
     let mut request = Request::new(Blueprint::url_path(&(), Some(namespace)))
-        .patch_subresource("status", name, &params, &Patch::Merge(patch))
+        .patch_subresource("status", name, &params, &Patch::Merge(()))
         .map_err(kube::Error::BuildRequest)?;
+    *request.body_mut() = body_at_its_size(patch).map_err(kube::Error::SerdeError)?;
     request.extensions_mut().insert("patch_status");
-    let answer: Answer = client.request(request).await?;
-    Ok(answer.metadata.resource_version)
+    let answer = client.request_stream(request).await?;
+    answered_resource_version(answer).await
 }
 
-/// The part of the server's answer to a status write that is read.
+/// `value` as JSON in a buffer of exactly its length. Serialized into a growing buffer, a 1,000-dogu
+/// status (half a megabyte) left a buffer of twice its size, and held both while growing.
+fn body_at_its_size<T: Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value)?;
+    let mut body = Vec::with_capacity(count.0);
+    serde_json::to_writer(&mut body, value)?;
+    Ok(body)
+}
+
+/// The `metadata.resourceVersion` of the object a write answered with. The API server answers with the
+/// whole Blueprint (with a 1,000-dogu install's status, about a megabyte), and read as one text it was
+/// held three times over (the body's chunks, their copy in one piece, the text) at the operator's
+/// peak. The metadata comes first (the server sorts an object's keys), so only the answer's front is
+/// kept, up to the end of its metadata; the rest is read and dropped as it arrives.
+async fn answered_resource_version(answer: impl futures::AsyncBufRead + Unpin) -> Result<Option<String>, kube::Error> {
+    use futures::AsyncBufReadExt;
+    let mut answer = answer;
+    let mut front = Vec::new();
+    // Parsed again only when the front has doubled since the last try: linear in the answer's size
+    // even when the metadata comes last.
+    let mut next_try = 4096;
+    let mut found = None;
+    loop {
+        let chunk = answer.fill_buf().await.map_err(kube::Error::ReadEvents)?;
+        if chunk.is_empty() {
+            break;
+        }
+        let length = chunk.len();
+        if found.is_none() {
+            front.extend_from_slice(chunk);
+        }
+        answer.consume_unpin(length);
+        if found.is_none() && front.len() >= next_try {
+            found = metadata_in_front(&front);
+            next_try = front.len() * 2;
+            if found.is_some() {
+                front = Vec::new();
+            }
+        }
+    }
+    match found {
+        Some(version) => Ok(version),
+        // The whole answer is in `front` (a small object, or metadata that never came first).
+        None => match metadata_in_front(&front) {
+            Some(version) => Ok(version),
+            None => serde_json::from_slice::<Answer>(&front)
+                .map(|a| a.metadata.resource_version)
+                .map_err(kube::Error::SerdeError),
+        },
+    }
+}
+
+/// The object's `metadata.resourceVersion` (itself optional) if `front` holds the object's metadata
+/// whole; `None` while it does not yet.
+fn metadata_in_front(front: &[u8]) -> Option<Option<String>> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    /// Visits the object's members up to `metadata`, and stops there: what follows is not read. (serde
+    /// then fails the parse for the unread rest; the metadata is already in `found`.)
+    struct UpToMetadata<'a>(&'a mut Option<Option<String>>);
+    impl<'de> Visitor<'de> for UpToMetadata<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+            while let Some(key) = members.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "metadata" {
+                    let metadata: AnswerMetadata = members.next_value()?;
+                    *self.0 = Some(metadata.resource_version);
+                    return Ok(());
+                }
+                members.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for UpToMetadata<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+    let mut found = None;
+    let _ = UpToMetadata(&mut found).deserialize(&mut serde_json::Deserializer::from_slice(front));
+    found
+}
+
 #[derive(Deserialize)]
 struct Answer {
     metadata: AnswerMetadata,
@@ -243,10 +342,6 @@ struct AnswerMetadata {
     resource_version: Option<String>,
 }
 
-/// The Blueprint as stored after a successful write of `wanted` over `before`. The write was
-/// conditional on `before`'s `resourceVersion`, so nothing else changed in between; and the patch makes
-/// the stored status equal to `wanted` (it is sent whole, or as the merge diff from `before`'s).
-/// Spec and status are shared, not copied.
 pub fn written(before: &Blueprint, wanted: &Arc<BlueprintStatus>, resource_version: Option<String>) -> Blueprint {
     let metadata = ObjectMeta { resource_version, ..before.metadata.clone() };
     Blueprint {
@@ -262,6 +357,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn answer(text: &str) -> Result<Option<String>, kube::Error> {
+        // Read in chunks of 1,000 bytes, as a body arrives in frames.
+        let reader = futures::io::BufReader::with_capacity(1000, futures::io::Cursor::new(text.as_bytes().to_vec()));
+        futures::executor::block_on(answered_resource_version(reader))
+    }
+
+    #[test]
+    fn the_answer_of_a_write_is_read_for_its_resource_version() {
+        let big = "x".repeat(200_000);
+        let first = format!(
+            r#"{{"apiVersion":"v3","kind":"Blueprint","metadata":{{"name":"b","resourceVersion":"42","labels":{{"a":"}}"}}}},"spec":{{"s":"{big}"}},"status":{{"t":"{big}"}}}}"#
+        );
+        assert_eq!(answer(&first).unwrap().as_deref(), Some("42"));
+        let last = format!(r#"{{"spec":{{"s":"{big}"}},"metadata":{{"resourceVersion":"43"}}}}"#);
+        assert_eq!(answer(&last).unwrap().as_deref(), Some("43"));
+        assert_eq!(answer(r#"{"metadata":{"name":"b"}}"#).unwrap(), None);
+        assert!(answer("not json").is_err());
+        assert!(answer(r#"{"kind":"Blueprint"}"#).is_err(), "an answer without metadata is not an object");
+    }
+
+    #[test]
+    fn a_body_is_serialized_at_its_size() {
+        let value = json!({"entries": (0..1000).map(|i| format!("entry-{i}")).collect::<Vec<_>>()});
+        let body = body_at_its_size(&value).unwrap();
+        assert_eq!(body, serde_json::to_vec(&value).unwrap());
+        assert_eq!(body.capacity(), body.len());
+    }
 
     #[test]
     fn merge_diffs_remove_with_null_and_replace_lists() {

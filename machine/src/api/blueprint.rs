@@ -497,7 +497,7 @@ pub struct StateDiff {
     pub component_diffs: BTreeMap<String, ComponentDiff>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dogu_config_diffs: BTreeMap<String, CombinedDoguConfigDiff>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "compact::vec")]
     pub global_config_diff: Vec<ConfigEntryDiff>,
 }
 
@@ -515,6 +515,7 @@ impl StateDiff {
 pub struct DoguDiff {
     pub actual: DoguDiffState,
     pub expected: DoguDiffState,
+    #[serde(deserialize_with = "compact::vec")]
     pub needed_actions: Vec<String>,
 }
 
@@ -525,11 +526,13 @@ pub struct DoguDiffState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub absent: bool,
+    // Boxed: a diff entry per dogu is kept in the decision and in the cached Blueprint, and these are
+    // the largest fields (120 bytes inline) while most dogus set neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_config: Option<ResourceConfig>,
+    pub resource_config: Option<Box<ResourceConfig>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverse_proxy_config: Option<ReverseProxyConfig>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverse_proxy_config: Option<Box<ReverseProxyConfig>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "compact::vec")]
     pub additional_mounts: Vec<AdditionalMount>,
 }
 
@@ -538,6 +541,7 @@ pub struct DoguDiffState {
 pub struct ComponentDiff {
     pub actual: ComponentDiffState,
     pub expected: ComponentDiffState,
+    #[serde(deserialize_with = "compact::vec")]
     pub needed_actions: Vec<String>,
 }
 
@@ -556,9 +560,9 @@ pub struct ComponentDiffState {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CombinedDoguConfigDiff {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "compact::vec")]
     pub dogu_config_diff: Vec<ConfigEntryDiff>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "compact::vec")]
     pub sensitive_dogu_config_diff: Vec<ConfigEntryDiff>,
 }
 

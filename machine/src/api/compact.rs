@@ -19,6 +19,17 @@ where
     Ok(list)
 }
 
+/// A list, without spare capacity.
+pub(super) fn vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut list = Vec::<T>::deserialize(deserializer)?;
+    list.shrink_to_fit();
+    Ok(list)
+}
+
 /// An optional map of lists, each without spare capacity.
 pub(super) fn lists_by_key<'de, D, T>(deserializer: D) -> Result<Option<BTreeMap<String, Vec<T>>>, D::Error>
 where
@@ -36,17 +47,16 @@ where
 mod tests {
     use serde_json::json;
 
-    use crate::api::BlueprintManifest;
+    use crate::api::{BlueprintManifest, StateDiff};
 
     #[test]
     fn decoded_lists_have_no_spare_capacity() {
         let entries: Vec<_> = (0..5).map(|k| json!({"key": format!("k{k}"), "value": "v"})).collect();
         let dogus: Vec<_> = (0..5).map(|i| json!({"name": format!("official/d{i}"), "version": "1.0.0-1"})).collect();
-        let manifest: BlueprintManifest = serde_json::from_value(json!({
-            "dogus": dogus,
-            "config": {"dogus": {"d0": entries}, "global": entries}
-        }))
-        .unwrap();
+        // Decoded from text, as from a watch: from a `serde_json::Value` serde knows each list's length
+        // and allocates it exactly anyway.
+        let text = json!({"dogus": dogus, "config": {"dogus": {"d0": entries}, "global": entries}}).to_string();
+        let manifest: BlueprintManifest = serde_json::from_str(&text).unwrap();
         let config = manifest.config.as_ref().unwrap();
         let lists = [
             manifest.dogus.as_ref().unwrap().capacity(),
@@ -54,5 +64,33 @@ mod tests {
             config.dogus.as_ref().unwrap()["d0"].capacity(),
         ];
         assert_eq!(lists, [5, 5, 5], "each list's capacity is its length");
+    }
+
+    #[test]
+    fn decoded_state_diffs_have_no_spare_capacity() {
+        let entry = |k: usize| json!({"key": format!("k{k}"), "actual": {"exists": false}, "expected": {"value": "v", "exists": true}, "neededAction": "set"});
+        let entries: Vec<_> = (0..5).map(entry).collect();
+        let state = json!({"namespace": "official", "absent": false, "additionalMounts": [
+            {"sourceType": "ConfigMap", "name": "a", "volume": "v"},
+            {"sourceType": "ConfigMap", "name": "b", "volume": "v"},
+            {"sourceType": "ConfigMap", "name": "c", "volume": "v"}
+        ]});
+        let text = json!({
+            "doguDiffs": {"d0": {"actual": state, "expected": state, "neededActions": ["install", "upgrade", "x"]}},
+            "doguConfigDiffs": {"d0": {"doguConfigDiff": entries, "sensitiveDoguConfigDiff": entries}},
+            "globalConfigDiff": entries
+        })
+        .to_string();
+        let diff: StateDiff = serde_json::from_str(&text).unwrap();
+        let dogu = &diff.dogu_diffs["d0"];
+        let config = &diff.dogu_config_diffs["d0"];
+        let lists = [
+            dogu.needed_actions.capacity(),
+            dogu.actual.additional_mounts.capacity(),
+            config.dogu_config_diff.capacity(),
+            config.sensitive_dogu_config_diff.capacity(),
+            diff.global_config_diff.capacity(),
+        ];
+        assert_eq!(lists, [3, 3, 5, 5, 5], "each list's capacity is its length");
     }
 }

@@ -95,11 +95,11 @@ fn actual_dogu_state(installed: Option<&InstalledDogu<'_>>) -> api::DoguDiffStat
         namespace: dogu.name.namespace.clone(),
         version: Some(dogu.version.raw().to_owned()),
         absent: false,
-        resource_config: Some(api::ResourceConfig {
+        resource_config: Some(Box::new(api::ResourceConfig {
             min_volume_size: Some(dogu.min_volume_size.canonical()),
             storage_class_name: dogu.storage_class.map(str::to_owned),
-        }),
-        reverse_proxy_config: (!dogu.reverse_proxy.is_empty()).then(|| dogu.reverse_proxy.to_api()),
+        })),
+        reverse_proxy_config: (!dogu.reverse_proxy.is_empty()).then(|| Box::new(dogu.reverse_proxy.to_api())),
         additional_mounts: dogu.mounts.iter().map(|m| m.to_api()).collect(),
     }
 }
@@ -110,12 +110,12 @@ fn expected_dogu_state(target: &TargetDogu) -> api::DoguDiffState {
         version: target.version.as_ref().map(|v| v.raw().to_owned()),
         absent: target.absent,
         resource_config: (target.min_volume_size.is_some() || target.storage_class.is_some()).then(|| {
-            api::ResourceConfig {
+            Box::new(api::ResourceConfig {
                 min_volume_size: target.min_volume_size.map(|q| q.canonical()),
                 storage_class_name: target.storage_class.clone(),
-            }
+            })
         }),
-        reverse_proxy_config: (!target.reverse_proxy.is_empty()).then(|| target.reverse_proxy.to_api()),
+        reverse_proxy_config: (!target.reverse_proxy.is_empty()).then(|| Box::new(target.reverse_proxy.to_api())),
         additional_mounts: target.mounts.iter().map(|m| m.to_api()).collect(),
     }
 }

@@ -11,8 +11,8 @@ pub(super) fn diff_to_v3(diff: StateDiffV1) -> StateDiffV3 {
         namespace: s.namespace.unwrap_or_default(),
         version: s.version.filter(|v| !v.is_empty()),
         absent: s.installation_state == "absent",
-        resource_config: s.resource_config.filter(|r| *r != Default::default()),
-        reverse_proxy_config: s.reverse_proxy_config.filter(|r| *r != Default::default()),
+        resource_config: s.resource_config.filter(|r| *r != Default::default()).map(Box::new),
+        reverse_proxy_config: s.reverse_proxy_config.filter(|r| *r != Default::default()).map(Box::new),
         additional_mounts: s.additional_mounts,
     };
     let component_state = |s: ComponentDiffStateV1| ComponentDiffStateV3 {
@@ -45,9 +45,9 @@ pub(super) fn diff_to_v1(diff: StateDiffV3) -> StateDiffV1 {
         version: s.version,
         resource_config: s.resource_config.map(|mut r| {
             r.storage_class_name = None;
-            r
+            *r
         }),
-        reverse_proxy_config: s.reverse_proxy_config,
+        reverse_proxy_config: s.reverse_proxy_config.map(|r| *r),
         additional_mounts: s.additional_mounts,
     };
     let component_state = |s: ComponentDiffStateV3| ComponentDiffStateV1 {
