@@ -236,19 +236,7 @@ pub async fn write(
 /// `value` as JSON in a buffer of exactly its length. Serialized into a growing buffer, a 1,000-dogu
 /// status (half a megabyte) left a buffer of twice its size, and held both while growing.
 fn body_at_its_size<T: Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value)?;
-    let mut body = Vec::with_capacity(count.0);
+    let mut body = Vec::with_capacity(blueprint_machine::json_len(value));
     serde_json::to_writer(&mut body, value)?;
     Ok(body)
 }

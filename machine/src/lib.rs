@@ -48,7 +48,7 @@ pub use decision::{Action, ApplyFailure, Decision, Event, EventType, FailureKind
 pub use observation::Observation;
 pub use reading::Reading;
 pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_read, record_failure};
-pub use status_size::{OBJECT_LIMIT, STATUS_PARTS_LIMIT};
+pub use status_size::{OBJECT_LIMIT, STATUS_PARTS_LIMIT, size as json_len};
 
 /// Whether `text` is a version the operator can run as (`OPERATOR_VERSION`: a semantic version, read
 /// as component versions are) that `own_versions` admits as one of its releases; the error says why not.

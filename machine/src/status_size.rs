@@ -114,8 +114,8 @@ fn trim(diff: StateDiff, budget: usize) -> (StateDiff, Vec<String>) {
     (trimmed, left_out)
 }
 
-/// The length of a value's JSON, without building it.
-fn size<T: Serialize + ?Sized>(value: &T) -> usize {
+/// The length of a value's JSON, without building it (the shell sizes its request bodies with it).
+pub fn size<T: Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
