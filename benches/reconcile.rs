@@ -78,7 +78,11 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
         .into_iter()
         .map(|(name, version)| DescriptorEntry {
             lookup: DescriptorLookup::Found {
-                descriptor: DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() },
+                descriptor: Arc::new(DoguDescriptor {
+                    name: name.clone(),
+                    version: version.clone(),
+                    ..Default::default()
+                }),
             },
             name,
             version,

@@ -289,8 +289,10 @@ impl Scenario {
 
     pub fn with_descriptor(mut self, descriptor_json: &str) -> Self {
         let descriptor: DoguDescriptor = serde_json::from_str(descriptor_json).unwrap();
-        self.descriptors
-            .insert((descriptor.name.clone(), descriptor.version.clone()), DescriptorLookup::Found { descriptor });
+        self.descriptors.insert(
+            (descriptor.name.clone(), descriptor.version.clone()),
+            DescriptorLookup::Found { descriptor: Arc::new(descriptor) },
+        );
         self
     }
 
@@ -409,11 +411,11 @@ impl Scenario {
             .map(|(name, version)| {
                 let lookup = self.descriptors.get(&(name.clone(), version.clone())).cloned().unwrap_or_else(|| {
                     self.registry_default.clone().unwrap_or_else(|| DescriptorLookup::Found {
-                        descriptor: DoguDescriptor {
+                        descriptor: Arc::new(DoguDescriptor {
                             name: name.clone(),
                             version: version.clone(),
                             ..Default::default()
-                        },
+                        }),
                     })
                 });
                 DescriptorEntry { name, version, lookup }

@@ -34,6 +34,9 @@ use crate::metrics::Metrics;
 pub trait DescriptorSource: Send + Sync {
     /// The descriptor of `name` (`namespace/simple`) in `version`.
     fn lookup<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, DescriptorLookup>;
+
+    /// A reconcile is about to look up `count` descriptors: a cache should keep at least that many.
+    fn expect_lookups(&self, _count: usize) {}
 }
 
 /// The sizes and lifetimes of the in-process cache.
@@ -83,7 +86,7 @@ pub struct Registry {
 }
 
 struct Inner {
-    found: Mutex<LruCache<Key, DoguDescriptor>>,
+    found: Mutex<LruCache<Key, Arc<DoguDescriptor>>>,
     /// Until when a "not found" answer holds.
     not_found: Mutex<LruCache<Key, Instant>>,
     local: LocalStore,
@@ -155,6 +158,18 @@ impl Registry {
 }
 
 impl DescriptorSource for Registry {
+    /// Grows the in-process cache to hold one blueprint's descriptors. Every reconcile looks them all up
+    /// in the same order, and an LRU cache smaller than that misses every time: a 1,000-dogu blueprint
+    /// against the default 512 parsed each `dogu.json` from the local registry again, every reconcile.
+    /// The observation holds them all anyway, and the cache shares them with it (`Arc`), so this costs
+    /// no more memory than a reconcile already takes; it does not shrink again.
+    fn expect_lookups(&self, count: usize) {
+        let mut found = self.inner.found.lock().expect("not poisoned");
+        if let Some(count) = NonZeroUsize::new(count).filter(|count| *count > found.cap()) {
+            found.resize(count);
+        }
+    }
+
     fn lookup<'a>(&'a self, name: &'a str, version: &'a str) -> BoxFuture<'a, DescriptorLookup> {
         let key = (name.to_owned(), version.to_owned());
         let inner = self.inner.clone();
@@ -166,6 +181,7 @@ impl DescriptorSource for Registry {
             inner.metrics.count_descriptor_lookup("memory", "miss");
             if let Some(descriptor) = inner.local.get(name, version) {
                 inner.metrics.count_descriptor_lookup("local", "hit");
+                let descriptor = Arc::new(descriptor);
                 inner.found.lock().expect("not poisoned").put(key, descriptor.clone());
                 return DescriptorLookup::Found { descriptor };
             }
@@ -263,9 +279,10 @@ impl Inner {
         let in_flight = self.in_flight.lock().expect("not poisoned");
         let answer = match result {
             Ok(fetched) => {
-                self.found.lock().expect("not poisoned").put(key.clone(), fetched.descriptor.clone());
-                self.add_locally(fetched.descriptor.clone(), fetched.text);
-                DescriptorLookup::Found { descriptor: fetched.descriptor }
+                let descriptor = Arc::new(fetched.descriptor);
+                self.found.lock().expect("not poisoned").put(key.clone(), descriptor.clone());
+                self.add_locally(descriptor.clone(), fetched.text);
+                DescriptorLookup::Found { descriptor }
             }
             Err(RemoteError::NotFound { .. }) => {
                 let until = Instant::now() + self.not_found_ttl;
@@ -283,7 +300,7 @@ impl Inner {
 
     /// Adds a fetched descriptor to the local dogu registry in the background: only a cache fill, which
     /// no reconcile waits for; a failure costs a remote request later.
-    fn add_locally(self: &Arc<Self>, descriptor: DoguDescriptor, text: String) {
+    fn add_locally(self: &Arc<Self>, descriptor: Arc<DoguDescriptor>, text: String) {
         self.adding.send_modify(|count| *count += 1);
         let inner = self.clone();
         tokio::spawn(async move {

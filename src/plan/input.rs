@@ -252,7 +252,7 @@ pub fn read_descriptors(
     for (name, version) in wanted {
         let local = config_maps.iter().find_map(|c| crate::descriptors::local::descriptor_in(c, name, version));
         let lookup = match (local, dir) {
-            (Some(descriptor), _) => DescriptorLookup::Found { descriptor },
+            (Some(descriptor), _) => DescriptorLookup::Found { descriptor: descriptor.into() },
             (None, None) => DescriptorLookup::Unavailable {
                 reason: "no dogu descriptors were given (plan --descriptors DIR) and the local dogu registry has none"
                     .into(),
@@ -266,7 +266,7 @@ pub fn read_descriptors(
                     let text = read(&path, crate::files::DESCRIPTOR_FILE_LIMIT)?;
                     let descriptor: DoguDescriptor =
                         serde_json::from_str(&text).map_err(|e| error(&path, format!("not a valid dogu.json: {e}")))?;
-                    DescriptorLookup::Found { descriptor }
+                    DescriptorLookup::Found { descriptor: descriptor.into() }
                 }
             },
         };

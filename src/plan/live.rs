@@ -69,7 +69,7 @@ pub async fn run(args: &PlanArgs) -> Result<PlanOutput, LiveError> {
         let remote = RemoteRegistry::new(&settings)?;
         for entry in descriptors.iter_mut().filter(|e| !matches!(e.lookup, DescriptorLookup::Found { .. })) {
             entry.lookup = match remote.fetch(&entry.name, &entry.version).await {
-                Ok(fetched) => DescriptorLookup::Found { descriptor: fetched.descriptor },
+                Ok(fetched) => DescriptorLookup::Found { descriptor: Arc::new(fetched.descriptor) },
                 Err(RemoteError::NotFound { .. }) => DescriptorLookup::NotFound,
                 Err(error) => DescriptorLookup::Unavailable { reason: error.to_string() },
             };

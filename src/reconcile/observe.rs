@@ -72,6 +72,7 @@ pub(super) async fn observe(
     };
     // Concurrently: on a fresh install every wanted descriptor may need the remote registry.
     let wanted = reading.map(Reading::wanted_descriptors).unwrap_or_default();
+    context.descriptors.expect_lookups(wanted.len());
     let descriptors = futures::future::join_all(wanted.into_iter().map(|(name, version)| async move {
         let lookup = context.descriptors.lookup(&name, &version).await;
         DescriptorEntry { name, version, lookup }

@@ -122,6 +122,25 @@ async fn a_second_lookup_is_answered_from_memory() {
     assert_eq!(fixture.metric("blueprint_operator_registry_request_duration_seconds_count"), 1.0);
 }
 
+/// Every reconcile looks up all of a blueprint's descriptors in the same order: an LRU cache smaller
+/// than the blueprint missed every one of them, every reconcile. The cache grows to what a reconcile
+/// says it will look up.
+#[tokio::test]
+async fn the_memory_holds_a_whole_blueprints_descriptors() {
+    let fixture = Fixture::new().await;
+    let one = CacheSettings { capacity: NonZeroUsize::new(1).unwrap(), ..CacheSettings::default() };
+    let registry = fixture.registry(one);
+    let wanted = [("official/cas", "7.1.5-2"), ("official/ldap", "2.6.2-1")];
+    for _round in 0..3 {
+        registry.expect_lookups(wanted.len());
+        for (name, version) in wanted {
+            assert_eq!(found(&registry.lookup(name, version).await), name);
+        }
+    }
+    assert_eq!(fixture.remote_requests(), 2, "each descriptor fetched once");
+    assert_eq!(fixture.metric("blueprint_operator_descriptor_lookups_total{layer=\"memory\",result=\"hit\"}"), 4.0);
+}
+
 #[tokio::test]
 async fn the_local_registry_is_written_once_and_read_back() {
     let mut fixture = Fixture::new().await;

@@ -47,7 +47,7 @@ pub(crate) fn validate(
         let name = &dogu.name;
         let version = dogu.version.as_ref().map(|v| v.raw()).unwrap_or("");
         match index.get(&(name.namespace.as_str(), name.simple.as_str(), version)) {
-            Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, descriptor)),
+            Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, &**descriptor)),
             Some(DescriptorLookup::NotFound) => {
                 not_found.push(Problem::new(format!("dogu \"{name}\" with version \"{version}\" could not be found")))
             }

@@ -355,7 +355,7 @@ proptest! {
         if let Ok(descriptor) = serde_json::from_value::<DoguDescriptor>(document) {
             let blueprint = serde_json::from_value(base_blueprint()).unwrap();
             let scenario = with_blueprint(blueprint)
-                .with_lookup("official/redmine", "5.1.8-1", DescriptorLookup::Found { descriptor });
+                .with_lookup("official/redmine", "5.1.8-1", DescriptorLookup::Found { descriptor: descriptor.into() });
             well_formed(&scenario.decide())?;
         }
     }

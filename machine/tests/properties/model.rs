@@ -90,7 +90,7 @@ impl Model {
                     .get(&(name.clone(), version.clone()))
                     .cloned()
                     .unwrap_or(DoguDescriptor { name: name.clone(), version: version.clone(), ..Default::default() });
-                DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor } }
+                DescriptorEntry { name, version, lookup: DescriptorLookup::Found { descriptor: Arc::new(descriptor) } }
             })
             .collect();
         let referenced = blueprint_machine::Reading::of(&blueprint, &blueprint_masks).referenced_secrets();
