@@ -262,25 +262,23 @@ async fn answered_resource_version(answer: impl futures::AsyncBufRead + Unpin) -
         let length = chunk.len();
         if found.is_none() {
             front.extend_from_slice(chunk);
-        }
-        answer.consume_unpin(length);
-        if found.is_none() && front.len() >= next_try {
-            found = metadata_in_front(&front);
-            next_try = front.len() * 2;
-            if found.is_some() {
-                front = Vec::new();
+            if front.len() >= next_try {
+                found = metadata_in_front(&front);
+                next_try = front.len() * 2;
+                if found.is_some() {
+                    front = Vec::new();
+                }
             }
         }
+        answer.consume_unpin(length);
     }
-    match found {
+    // Without `found`, the whole answer is in `front` (a small object, or metadata that never came first).
+    match found.or_else(|| metadata_in_front(&front)) {
         Some(version) => Ok(version),
-        // The whole answer is in `front` (a small object, or metadata that never came first).
-        None => match metadata_in_front(&front) {
-            Some(version) => Ok(version),
-            None => serde_json::from_slice::<Answer>(&front)
-                .map(|a| a.metadata.resource_version)
-                .map_err(kube::Error::SerdeError),
-        },
+        // Not an object with metadata: serde says what is wrong with it.
+        None => serde_json::from_slice::<Answer>(&front)
+            .map(|a| a.metadata.resource_version)
+            .map_err(kube::Error::SerdeError),
     }
 }
 
