@@ -33,7 +33,7 @@ use debounce::Debounced;
 use started::OwnKind;
 use triggers::{Events, Targets};
 
-use crate::caches::{Filled, Kept, Stores, slim};
+use crate::caches::{Filled, Kept, Stores, names_and_versions, slim};
 use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 use crate::identity::OperatorIdentity;
 use crate::journal::{JournalWriter, Record};
@@ -56,21 +56,38 @@ pub struct Options {
     pub clock: Option<Arc<dyn Fn() -> k8s_openapi::jiff::Timestamp + Send + Sync>>,
 }
 
-/// The watch events of `api`, their objects slimmed before any cache keeps them, and of Secrets and
-/// ConfigMaps only the labels and annotations `kept`.
-fn slim_watcher<K>(
+/// What a cache keeps of each object's metadata.
+#[derive(Clone, Copy, Debug)]
+enum Trim {
+    /// All of it but the `managedFields` (see [`slim`]).
+    Slim,
+    /// That, and of the labels and annotations only those listed.
+    Keeping(Kept),
+    /// The name, namespace and `resourceVersion` (see [`names_and_versions`]).
+    NamesAndVersions,
+}
+
+impl Trim {
+    fn apply(self, meta: &mut kube::api::ObjectMeta) {
+        match self {
+            Trim::Slim => slim(meta),
+            Trim::Keeping(kept) => kept.apply(meta),
+            Trim::NamesAndVersions => names_and_versions(meta),
+        }
+    }
+}
+
+/// The watch events of `api`, their objects' metadata trimmed before any cache keeps them.
+fn trimmed_watcher<K>(
     lists: &InitialLists,
     api: Api<K>,
     config: watcher::Config,
-    kept: Option<Kept>,
+    trim: Trim,
 ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + use<K>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    lists.watch(api, config).modify(move |object| match kept {
-        Some(kept) => kept.apply(object.meta_mut()),
-        None => slim(object.meta_mut()),
-    })
+    lists.watch(api, config).modify(move |object| trim.apply(object.meta_mut()))
 }
 
 /// A reflector store of another operator's kind and its watch events, if the kind is served; else an
@@ -91,28 +108,14 @@ fn reflect_other(
 }
 
 /// A reflector store of `api`, and the stream of its watch events that keeps it current (it must be
-/// polled).
-fn reflect<K>(lists: &InitialLists, api: Api<K>, config: watcher::Config) -> (Store<K>, Events<K>)
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    reflect_keeping(lists, api, config, None)
-}
-
-/// [`reflect`] of Secrets or ConfigMaps, keeping of their labels and annotations only those `kept`.
-fn reflect_keeping<K>(
-    lists: &InitialLists,
-    api: Api<K>,
-    config: watcher::Config,
-    kept: Option<Kept>,
-) -> (Store<K>, Events<K>)
+/// polled), its objects' metadata trimmed by `trim`.
+fn reflect<K>(lists: &InitialLists, api: Api<K>, config: watcher::Config, trim: Trim) -> (Store<K>, Events<K>)
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, slim_watcher(lists, api, config, kept)).default_backoff();
+    let stream = reflector::reflector(writer, trimmed_watcher(lists, api, config, trim)).default_backoff();
     (reader, stream.boxed())
 }
 
@@ -128,7 +131,7 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    reflect_keeping(lists, api, watcher::Config::default().page_size(METADATA_PAGE), Some(Kept::NOTHING))
+    reflect(lists, api, watcher::Config::default().page_size(METADATA_PAGE), Trim::NamesAndVersions)
 }
 
 /// How many objects one list of the metadata caches asks for, where the API server refuses streaming
@@ -159,34 +162,40 @@ pub async fn run_controller(
     let (c, ns) = (client.clone(), namespace.clone());
     let shutdown = shutdown.shared();
     let lists = InitialLists::default();
+    // Dogus and Components without labels and annotations: none is read.
+    let unlabelled = Trim::Keeping(Kept::NOTHING);
 
     let (blueprint_reader, blueprint_changes) =
-        reflect(&lists, Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(&lists, Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default(), Trim::Slim);
     let (dogus, dogu_changes) =
-        reflect(&lists, Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default());
+        reflect(&lists, Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default(), unlabelled);
     let (components, component_changes) =
-        reflect(&lists, Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default());
-    let config_objects = Some(Kept::CONFIG_OBJECTS);
-    let (config_maps, config_map_changes) = reflect_keeping(
+        reflect(&lists, Api::<Decoded<Component>>::namespaced(c.clone(), &ns), watcher::Config::default(), unlabelled);
+    let config_objects = Trim::Keeping(Kept::CONFIG_OBJECTS);
+    let (config_maps, config_map_changes) = reflect(
         &lists,
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::CES_OBJECTS),
         config_objects,
     );
-    let (health_config, health_changes) = reflect_keeping(
+    let (health_config, health_changes) = reflect(
         &lists,
         Api::<Decoded<ConfigMap>>::namespaced(c.clone(), &ns),
         watcher::Config::default().fields(&selector::health_config()),
         config_objects,
     );
-    let (sensitive_configs, sensitive_changes) = reflect_keeping(
+    let (sensitive_configs, sensitive_changes) = reflect(
         &lists,
         Api::<Decoded<Secret>>::namespaced(c.clone(), &ns),
         watcher::Config::default().labels(selector::SENSITIVE_CONFIG),
         config_objects,
     );
-    let (blueprint_masks, mask_changes) =
-        reflect(&lists, Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns), watcher::Config::default());
+    let (blueprint_masks, mask_changes) = reflect(
+        &lists,
+        Api::<Decoded<BlueprintMaskObject>>::namespaced(c.clone(), &ns),
+        watcher::Config::default(),
+        Trim::Slim,
+    );
     // Metadata only: a referenced Secret's change is noticed without caching any Secret's data, nor
     // its annotations (`kubectl apply` copies its data into one).
     let (secret_metadata, secret_changes) =
