@@ -88,12 +88,14 @@ fn observation(size: Size, wanted: &str, installed_dogus: Vec<Dogu>, configured:
             version,
         })
         .collect();
-    let store = |entries: BTreeMap<String, String>| ConfigObservation::Present {
-        entries,
-        from_secrets: BTreeMap::new(),
-        unrecorded: Default::default(),
-        last_updated: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
-        resource_version: Some("1".into()),
+    let store = |entries: BTreeMap<String, String>| {
+        Arc::new(ConfigObservation::Present {
+            entries,
+            from_secrets: BTreeMap::new(),
+            unrecorded: Default::default(),
+            last_updated: Some(Time(Timestamp::from_second(1_900_000_000).unwrap())),
+            resource_version: Some("1".into()),
+        })
     };
     let dogu_configs = (0..size.dogus)
         .map(|i| {

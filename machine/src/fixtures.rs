@@ -111,6 +111,11 @@ pub fn component_cr(qualified: &str, version: &str) -> Component {
     }
 }
 
+/// The config observations of `configs`, shared as an [`Observation`] holds them.
+fn shared<V: Clone>(configs: &BTreeMap<String, ConfigObservation<V>>) -> BTreeMap<String, Arc<ConfigObservation<V>>> {
+    configs.iter().map(|(dogu, config)| (dogu.clone(), Arc::new(config.clone()))).collect()
+}
+
 pub fn present<V>(entries: &[(&str, V)], last_updated: Option<Time>) -> ConfigObservation<V>
 where
     V: Clone,
@@ -437,9 +442,9 @@ impl Scenario {
             undecodable: Vec::new(),
             dogus: self.dogus.iter().cloned().map(Arc::new).collect(),
             components: self.components.iter().cloned().map(Arc::new).collect(),
-            global_config: self.global.clone(),
-            dogu_configs: self.dogu_configs.clone(),
-            sensitive_configs: self.sensitive.clone(),
+            global_config: Arc::new(self.global.clone()),
+            dogu_configs: shared(&self.dogu_configs),
+            sensitive_configs: shared(&self.sensitive),
             referenced_secrets: self.secrets.clone(),
             referenced_config_maps: self.referenced_config_maps.clone(),
             descriptors,

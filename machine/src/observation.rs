@@ -40,15 +40,17 @@ pub struct Observation {
     /// our types do not): only their names and why. They block what concerns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecodable: Vec<UndecodableObject>,
-    /// `global-config`.
+    /// `global-config`. The config observations are shared (`Arc`): the operator keeps each from one
+    /// reconcile to the next while its object is unchanged, and copying 1,000 dogus' keys into every
+    /// observation cost more than the decision's reading of them.
     #[serde(default)]
-    pub global_config: ConfigObservation<String>,
+    pub global_config: Arc<ConfigObservation<String>>,
     /// `<dogu>-config` ConfigMaps by dogu name; a dogu without an entry has no config object.
     #[serde(default)]
-    pub dogu_configs: BTreeMap<String, ConfigObservation<String>>,
+    pub dogu_configs: BTreeMap<String, Arc<ConfigObservation<String>>>,
     /// `<dogu>-config` Secrets by dogu name, values as digests.
     #[serde(default)]
-    pub sensitive_configs: BTreeMap<String, ConfigObservation<SecretDigest>>,
+    pub sensitive_configs: BTreeMap<String, Arc<ConfigObservation<SecretDigest>>>,
     /// The Secrets the blueprint references, by name; a name without an entry is missing.
     #[serde(default)]
     pub referenced_secrets: BTreeMap<String, ReferencedSecret>,

@@ -9,7 +9,7 @@
 //! parsed.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use blueprint_machine::observation::{ConfigObservation, SecretDigest};
 
@@ -36,7 +36,7 @@ struct Kept<V> {
 struct Entry<V> {
     resource_version: String,
     filled: BTreeSet<String>,
-    observation: ConfigObservation<V>,
+    observation: Arc<ConfigObservation<V>>,
     /// The pass that looked it up last.
     seen: u64,
 }
@@ -47,7 +47,7 @@ impl<V> Default for ConfigMemo<V> {
     }
 }
 
-impl<V: Clone> ConfigMemo<V> {
+impl<V> ConfigMemo<V> {
     /// Starts one observation of all objects of the kind: what it does not look up is forgotten when
     /// it ends (the object was deleted or lost its labels).
     pub fn pass(&self) -> Pass<'_, V> {
@@ -63,17 +63,17 @@ pub struct Pass<'m, V> {
     kept: MutexGuard<'m, Kept<V>>,
 }
 
-impl<V: Clone> Pass<'_, V> {
+impl<V> Pass<'_, V> {
     /// The observation of the object `name` at `resource_version` with the blueprint filling `filled`
-    /// from Secrets: the kept one when it was made of the same, else `observe()`.
+    /// from Secrets: the kept one when it was made of the same (shared, not copied), else `observe()`.
     pub fn observe(
         &mut self,
         name: &str,
         resource_version: Option<&str>,
         filled: &BTreeSet<String>,
         observe: impl FnOnce() -> ConfigObservation<V>,
-    ) -> ConfigObservation<V> {
-        let Some(resource_version) = resource_version else { return observe() };
+    ) -> Arc<ConfigObservation<V>> {
+        let Some(resource_version) = resource_version else { return Arc::new(observe()) };
         let pass = self.kept.pass;
         if let Some(entry) = self.kept.by_name.get_mut(name)
             && entry.resource_version == resource_version
@@ -82,7 +82,7 @@ impl<V: Clone> Pass<'_, V> {
             entry.seen = pass;
             return entry.observation.clone();
         }
-        let observation = observe();
+        let observation = Arc::new(observe());
         let entry = Entry {
             resource_version: resource_version.to_owned(),
             filled: filled.clone(),
@@ -129,7 +129,7 @@ mod tests {
                         parsed += 1;
                         present(name)
                     });
-                    assert_eq!(observed, present(name));
+                    assert_eq!(*observed, present(name));
                 }
                 parsed
             })

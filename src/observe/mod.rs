@@ -225,7 +225,7 @@ impl Snapshot<'_> {
     /// The machine's observation. The config objects' observations come from `kept` where their
     /// objects are unchanged, and are kept there for the next one.
     pub fn observe(&self, digester: &Digester, kept: &KeptConfigs) -> Observation {
-        let mut global_config = ConfigObservation::Missing;
+        let mut global_config = Arc::new(ConfigObservation::Missing);
         let mut dogu_configs = BTreeMap::new();
         // The Blueprint is read once, and only where the controller did not read it already (plan).
         let own_reading = std::cell::OnceCell::new();
@@ -285,12 +285,12 @@ impl Snapshot<'_> {
         let mut undecodable = Vec::new();
         for (kind, object) in &self.undecodable {
             match (*kind, config_target(&object.metadata)) {
-                ("ConfigMap", Some(ConfigTarget::Global)) => global_config = malformed(object),
+                ("ConfigMap", Some(ConfigTarget::Global)) => global_config = Arc::new(malformed(object)),
                 ("ConfigMap", Some(ConfigTarget::Dogu(dogu))) => {
-                    dogu_configs.insert(dogu, malformed(object));
+                    dogu_configs.insert(dogu, Arc::new(malformed(object)));
                 }
                 ("Secret", Some(ConfigTarget::Sensitive(dogu))) => {
-                    sensitive_configs.insert(dogu, malformed(object));
+                    sensitive_configs.insert(dogu, Arc::new(malformed(object)));
                 }
                 ("Dogu" | "Component", _) => undecodable.push(UndecodableObject {
                     kind: (*kind).to_owned(),

@@ -4,6 +4,7 @@
 //! component, and after components, health is checked again before dogus are touched.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::conditions::{self, Status, reason};
 use crate::decision::{Action, ConfigSet, ConfigTarget, ConfigValue, Operation, Requeue, Stage, State};
@@ -114,11 +115,11 @@ impl Run<'_> {
         }
         let before = self.actions.len();
         for (dogu, changes) in &diff.dogu_config {
-            let store = observation.dogu_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.dogu_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
             self.actions.push(value_write(ConfigTarget::Dogu(dogu.clone()), store.base(), changes));
         }
         for (dogu, changes) in &diff.sensitive_config {
-            let store = observation.sensitive_configs.get(dogu).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.sensitive_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
             self.actions.push(sensitive_write(dogu, store.base(), changes));
         }
         if !diff.global.is_empty() {

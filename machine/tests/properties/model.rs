@@ -128,9 +128,17 @@ impl Model {
             undecodable: Vec::new(),
             dogus: self.dogus.values().cloned().map(Arc::new).collect(),
             components: self.components.values().cloned().map(Arc::new).collect(),
-            global_config: self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default(),
-            dogu_configs: self.dogu_config.iter().map(|(d, s)| (d.clone(), present(s, |v| v.clone()))).collect(),
-            sensitive_configs: self.sensitive.iter().map(|(d, s)| (d.clone(), present(s, |v| digest(v)))).collect(),
+            global_config: Arc::new(self.global.as_ref().map(|s| present(s, |v| v.clone())).unwrap_or_default()),
+            dogu_configs: self
+                .dogu_config
+                .iter()
+                .map(|(d, s)| (d.clone(), Arc::new(present(s, |v| v.clone()))))
+                .collect(),
+            sensitive_configs: self
+                .sensitive
+                .iter()
+                .map(|(d, s)| (d.clone(), Arc::new(present(s, |v| digest(v)))))
+                .collect(),
             referenced_secrets,
             referenced_config_maps,
             descriptors,
