@@ -130,6 +130,22 @@ pub fn slim(meta: &mut ObjectMeta) {
     slim_fields(meta);
 }
 
+/// A Blueprint slimmed ([`slim`]), and of its annotations only those the operator reads: `kubectl apply`
+/// copies the whole object into `kubectl.kubernetes.io/last-applied-configuration`, which for a
+/// 1,000-dogu blueprint is a second copy of its spec (250 KB) held in the cache for nothing.
+pub fn slim_blueprint(meta: &mut ObjectMeta) {
+    slim_fields(meta);
+    keep_only(&mut meta.annotations, BLUEPRINT_ANNOTATIONS);
+}
+
+/// The annotations of a Blueprint the operator reads: the fields kept from other API versions and
+/// `blueprint-operator reconcile`'s request.
+const BLUEPRINT_ANNOTATIONS: &[&str] = &[
+    blueprint_machine::conversion::V1_FIELDS_ANNOTATION,
+    blueprint_machine::conversion::V3_FIELDS_ANNOTATION,
+    blueprint_machine::reconcile_request::ANNOTATION,
+];
+
 /// Which labels and annotations of a Secret or ConfigMap a cache keeps: those the operator reads of
 /// it. Any other (`kubectl.kubernetes.io/last-applied-configuration` above all: `kubectl apply` puts
 /// a Secret's whole data there) is dropped as the object is watched, so that no Secret value is held
@@ -188,6 +204,7 @@ fn slim_fields(meta: &mut ObjectMeta) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
     use std::time::Duration;
 
     use futures::StreamExt;
@@ -293,6 +310,27 @@ mod tests {
                 ..ObjectMeta::default()
             }
         );
+    }
+
+    /// `kubectl apply` of a Blueprint copies it whole into an annotation; the cache keeps the
+    /// annotations the operator reads, and no copy.
+    #[test]
+    fn a_cached_blueprint_keeps_the_annotations_read_and_no_applied_copy() {
+        let read = [
+            blueprint_machine::conversion::V1_FIELDS_ANNOTATION,
+            blueprint_machine::conversion::V3_FIELDS_ANNOTATION,
+            blueprint_machine::reconcile_request::ANNOTATION,
+        ];
+        let applied = "kubectl.kubernetes.io/last-applied-configuration";
+        let mut meta = ObjectMeta {
+            name: Some("my-blueprint".into()),
+            annotations: Some(read.iter().chain([&applied]).map(|key| (key.to_string(), "x".into())).collect()),
+            labels: Some([("team".to_owned(), "x".to_owned())].into()),
+            ..ObjectMeta::default()
+        };
+        slim_blueprint(&mut meta);
+        assert_eq!(meta.annotations.unwrap().keys().map(String::as_str).collect::<BTreeSet<_>>(), BTreeSet::from(read));
+        assert!(meta.labels.is_some(), "labels are kept");
     }
 
     #[tokio::test(start_paused = true)]

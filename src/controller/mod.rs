@@ -33,7 +33,7 @@ use debounce::Debounced;
 use started::OwnKind;
 use triggers::{Events, Targets};
 
-use crate::caches::{Filled, Kept, Stores, names_and_versions, slim};
+use crate::caches::{Filled, Kept, Stores, names_and_versions, slim, slim_blueprint};
 use crate::descriptors::{CacheSettings, LocalStore, Registry, RemoteRegistry};
 use crate::identity::OperatorIdentity;
 use crate::journal::{JournalWriter, Record};
@@ -61,6 +61,8 @@ pub struct Options {
 enum Trim {
     /// All of it but the `managedFields` (see [`slim`]).
     Slim,
+    /// That, and of a Blueprint's annotations only those read (see [`slim_blueprint`]).
+    Blueprint,
     /// That, and of the labels and annotations only those listed.
     Keeping(Kept),
     /// The name, namespace and `resourceVersion` (see [`names_and_versions`]).
@@ -71,6 +73,7 @@ impl Trim {
     fn apply(self, meta: &mut kube::api::ObjectMeta) {
         match self {
             Trim::Slim => slim(meta),
+            Trim::Blueprint => slim_blueprint(meta),
             Trim::Keeping(kept) => kept.apply(meta),
             Trim::NamesAndVersions => names_and_versions(meta),
         }
@@ -165,8 +168,12 @@ pub async fn run_controller(
     // Dogus and Components without labels and annotations: none is read.
     let unlabelled = Trim::Keeping(Kept::NOTHING);
 
-    let (blueprint_reader, blueprint_changes) =
-        reflect(&lists, Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns), watcher::Config::default(), Trim::Slim);
+    let (blueprint_reader, blueprint_changes) = reflect(
+        &lists,
+        Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns),
+        watcher::Config::default(),
+        Trim::Blueprint,
+    );
     let (dogus, dogu_changes) =
         reflect(&lists, Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default(), unlabelled);
     let (components, component_changes) =

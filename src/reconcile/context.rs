@@ -134,7 +134,7 @@ impl Context {
     /// Keeps the Blueprint this process wrote (`before`: the `resourceVersion` it replaced) until the
     /// cache shows the write.
     pub fn remember_written(&self, name: &str, before: String, mut written: Blueprint) {
-        crate::caches::slim(&mut written.metadata);
+        crate::caches::slim_blueprint(&mut written.metadata);
         self.written.lock().expect("not poisoned").insert(name.to_owned(), (before, Arc::new(written)));
     }
 
