@@ -1,6 +1,7 @@
 //! The controller's caches: one reflector store per watched kind, objects decoded one by one
 //! ([`Decoded`]) and slimmed before they are kept.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -164,20 +165,30 @@ impl Kept {
         annotations: &[blueprint_machine::keys_from_secrets::ANNOTATION],
     };
     /// Dogus and Components: the machine reads their spec, status, name and versions, none of their
-    /// labels or annotations (`kubectl apply` copies the whole object into one). An empty label map
-    /// is half a kilobyte: at 1,000 Dogus, half a megabyte held for nothing.
+    /// labels or annotations (`kubectl apply` copies the whole object into one). A label map holds a
+    /// node of half a kilobyte however few labels it has: at 1,000 Dogus, half a megabyte for nothing.
     pub const NOTHING: Kept = Kept { labels: &[], annotations: &[] };
 
-    /// `meta` slimmed ([`slim`]) and without the labels and annotations not kept.
+    /// `meta` slimmed ([`slim`]), without its uid (no cached object's is read: writes are conditional
+    /// on the `resourceVersion`) and without the labels and annotations not kept. A local dogu
+    /// registry ConfigMap keeps no labels: it is found by its name (`dogu-spec-<dogu>`), and its labels
+    /// only say that it is not config, as no labels do.
     pub fn apply(self, meta: &mut ObjectMeta) {
         slim_fields(meta);
+        meta.uid = None;
         keep_only(&mut meta.labels, self.labels);
         keep_only(&mut meta.annotations, self.annotations);
+        let registry = |labels: &BTreeMap<String, String>| {
+            labels.get(label::CONFIG_TYPE).is_some_and(|kind| kind == label::LOCAL_REGISTRY_TYPE)
+        };
+        if meta.labels.as_ref().is_some_and(registry) {
+            meta.labels = None;
+        }
     }
 }
 
 /// `map` with only the `kept` keys (none left: no map).
-fn keep_only(map: &mut Option<std::collections::BTreeMap<String, String>>, kept: &[&str]) {
+fn keep_only(map: &mut Option<BTreeMap<String, String>>, kept: &[&str]) {
     if let Some(entries) = map.as_mut() {
         entries.retain(|key, _| kept.contains(&key.as_str()));
         if entries.is_empty() {
@@ -299,7 +310,8 @@ mod tests {
         let mut unlabelled = metadata_only.clone();
         Kept::NOTHING.apply(&mut unlabelled);
         assert_eq!((unlabelled.labels, unlabelled.annotations), (None, None));
-        assert_eq!(unlabelled.uid.as_deref(), Some("2d3f"), "only labels and annotations are dropped");
+        assert_eq!(unlabelled.uid, None);
+        assert_eq!(unlabelled.resource_version.as_deref(), Some("7"));
         names_and_versions(&mut metadata_only);
         assert_eq!(
             metadata_only,
@@ -310,6 +322,26 @@ mod tests {
                 ..ObjectMeta::default()
             }
         );
+    }
+
+    /// A local dogu registry ConfigMap is found by name; its labels, which say that it is no config,
+    /// are dropped, and without them it is still no config.
+    #[test]
+    fn a_local_registry_config_map_is_kept_without_labels_and_is_still_no_config() {
+        let labels = blueprint_machine::naming::local_registry_labels("cas");
+        assert_eq!(blueprint_machine::decision::ConfigTarget::from_labels(Some(&labels)), None);
+        let mut meta = ObjectMeta { name: Some("dogu-spec-cas".into()), labels: Some(labels), ..ObjectMeta::default() };
+        Kept::CONFIG_OBJECTS.apply(&mut meta);
+        assert_eq!(meta.labels, None);
+        assert_eq!(blueprint_machine::decision::ConfigTarget::from_labels(meta.labels.as_ref()), None);
+
+        let config = ObjectMeta {
+            labels: Some(blueprint_machine::decision::ConfigTarget::Dogu("cas".into()).labels()),
+            ..ObjectMeta::default()
+        };
+        let mut kept = config.clone();
+        Kept::CONFIG_OBJECTS.apply(&mut kept);
+        assert_eq!(kept.labels, config.labels, "config keeps its labels");
     }
 
     /// `kubectl apply` of a Blueprint copies it whole into an annotation; the cache keeps the

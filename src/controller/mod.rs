@@ -63,10 +63,8 @@ enum Trim {
     Slim,
     /// That, and of a Blueprint's annotations only those read (see [`slim_blueprint`]).
     Blueprint,
-    /// That, and of the labels and annotations only those listed.
+    /// That, without the uid, and of the labels and annotations only those listed (see [`Kept::apply`]).
     Keeping(Kept),
-    /// The name, namespace and `resourceVersion` (see [`names_and_versions`]).
-    NamesAndVersions,
 }
 
 impl Trim {
@@ -75,7 +73,6 @@ impl Trim {
             Trim::Slim => slim(meta),
             Trim::Blueprint => slim_blueprint(meta),
             Trim::Keeping(kept) => kept.apply(meta),
-            Trim::NamesAndVersions => names_and_versions(meta),
         }
     }
 }
@@ -134,7 +131,14 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    reflect(lists, api, watcher::Config::default().page_size(METADATA_PAGE), Trim::NamesAndVersions)
+    let (reader, writer) = reflector::store();
+    let config = watcher::Config::default().page_size(METADATA_PAGE);
+    let events = lists.watch(api, config).modify(|object| {
+        // Every object's `apiVersion` and `kind`: the same two strings, held once per object.
+        object.types = None;
+        names_and_versions(&mut object.metadata);
+    });
+    (reader, reflector::reflector(writer, events).default_backoff().boxed())
 }
 
 /// How many objects one list of the metadata caches asks for, where the API server refuses streaming

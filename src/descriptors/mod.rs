@@ -133,8 +133,8 @@ impl Registry {
     pub fn new(local: LocalStore, remote: Option<RemoteRegistry>, cache: CacheSettings, metrics: Arc<Metrics>) -> Self {
         Registry {
             inner: Arc::new(Inner {
-                found: Mutex::new(LruCache::new(cache.capacity)),
-                not_found: Mutex::new(LruCache::new(
+                found: Mutex::new(grown_on_demand(cache.capacity)),
+                not_found: Mutex::new(grown_on_demand(
                     cache.capacity.saturating_mul(NonZeroUsize::new(NOT_FOUND_FACTOR).expect("not zero")),
                 )),
                 local,
@@ -155,6 +155,15 @@ impl Registry {
         let mut adding = self.inner.adding.subscribe();
         let _ = adding.wait_for(|count| *count == 0).await;
     }
+}
+
+/// An LRU cache of at most `capacity` entries that allocates for the entries it holds. `LruCache::new`
+/// reserves its whole capacity up front: for the not-found cache's 8,192 entries, 280 KB of hash table
+/// for names that are almost never missing.
+fn grown_on_demand<K: std::hash::Hash + Eq, V>(capacity: NonZeroUsize) -> LruCache<K, V> {
+    let mut cache = LruCache::new(NonZeroUsize::MIN);
+    cache.resize(capacity);
+    cache
 }
 
 impl DescriptorSource for Registry {
@@ -331,5 +340,22 @@ impl Drop for Leave {
         if let Ok(mut in_flight) = self.inner.in_flight.lock() {
             in_flight.remove(&self.key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Allocated on demand, the cache is still bounded: it holds its capacity and evicts the least
+    /// recently used beyond it.
+    #[test]
+    fn a_cache_grown_on_demand_holds_its_capacity_and_no_more() {
+        let mut cache = grown_on_demand::<u32, u32>(NonZeroUsize::new(3).expect("not zero"));
+        assert_eq!(cache.cap().get(), 3);
+        for i in 0..5 {
+            cache.put(i, i);
+        }
+        assert_eq!(cache.iter().map(|(key, _)| *key).collect::<Vec<_>>(), [4, 3, 2]);
     }
 }
