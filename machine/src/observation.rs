@@ -41,8 +41,8 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecodable: Vec<UndecodableObject>,
     /// `global-config`. The config observations are shared (`Arc`): the operator keeps each from one
-    /// reconcile to the next while its object is unchanged, and copying 1,000 dogus' keys into every
-    /// observation cost more than the decision's reading of them.
+    /// reconcile to the next while its object is unchanged, and hands the same to every observation
+    /// instead of a copy of its keys.
     #[serde(default)]
     pub global_config: Arc<ConfigObservation<String>>,
     /// `<dogu>-config` ConfigMaps by dogu name; a dogu without an entry has no config object.
@@ -74,6 +74,22 @@ pub struct Observation {
     /// A reconcile asked for by hand (the Blueprint's annotation), with the one handled last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconcile_request: Option<crate::reconcile_request::ReconcileRequest>,
+}
+
+/// What a dogu without a config object of a kind has.
+static NO_CONFIG: ConfigObservation<String> = ConfigObservation::Missing;
+static NO_SENSITIVE_CONFIG: ConfigObservation<SecretDigest> = ConfigObservation::Missing;
+
+impl Observation {
+    /// The normal config object of `dogu` (`Missing` without one).
+    pub fn dogu_config(&self, dogu: &str) -> &ConfigObservation<String> {
+        self.dogu_configs.get(dogu).map_or(&NO_CONFIG, Arc::as_ref)
+    }
+
+    /// The sensitive config object of `dogu` (`Missing` without one).
+    pub fn sensitive_config(&self, dogu: &str) -> &ConfigObservation<SecretDigest> {
+        self.sensitive_configs.get(dogu).map_or(&NO_SENSITIVE_CONFIG, Arc::as_ref)
+    }
 }
 
 /// An object that exists but does not fit its type.

@@ -35,8 +35,8 @@ pub(crate) fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation
     let name = dogu.name.simple.as_str();
     let config_times = [
         observation.global_config.last_updated(),
-        observation.dogu_configs.get(name).and_then(|c| c.last_updated()),
-        observation.sensitive_configs.get(name).and_then(|c| c.last_updated()),
+        observation.dogu_config(name).last_updated(),
+        observation.sensitive_config(name).last_updated(),
     ];
     config_times.into_iter().flatten().any(|updated| started_before(dogu.started_at, updated))
 }

@@ -6,7 +6,6 @@ mod actions;
 mod status;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -203,7 +202,7 @@ pub(crate) fn compute<'a>(
         let left_to_debug_mode = |key: &str| debugging && key == crate::naming::LOG_LEVEL_KEY;
         let mut normal = entries.iter().filter(|e| !e.sensitive && !left_to_debug_mode(e.key)).peekable();
         if normal.peek().is_some() {
-            let store = observation.dogu_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.dogu_config(dogu);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let entries = with_referenced(Some(dogu), normal, referenced);
@@ -218,7 +217,7 @@ pub(crate) fn compute<'a>(
         }
         let sensitive = entries.iter().filter(|e| e.sensitive);
         if entries.iter().any(|e| e.sensitive) {
-            let store = observation.sensitive_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.sensitive_config(dogu);
             match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();

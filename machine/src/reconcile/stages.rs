@@ -4,7 +4,6 @@
 //! component, and after components, health is checked again before dogus are touched.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use crate::conditions::{self, Status, reason};
 use crate::decision::{Action, ConfigSet, ConfigTarget, ConfigValue, Operation, Requeue, Stage, State};
@@ -12,7 +11,7 @@ use crate::diff::{ComponentAction, ComponentChange, ConfigAction, ConfigChange, 
 use crate::events::{self, reason as event};
 use crate::model::{ComponentVersion, Installed};
 use crate::objects;
-use crate::observation::{ConfigObservation, ObjectBase, Observation};
+use crate::observation::{ObjectBase, Observation};
 use crate::up_to_date;
 use crate::validation::EffectiveBlueprint;
 
@@ -115,11 +114,11 @@ impl Run<'_> {
         }
         let before = self.actions.len();
         for (dogu, changes) in &diff.dogu_config {
-            let store = observation.dogu_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.dogu_config(dogu);
             self.actions.push(value_write(ConfigTarget::Dogu(dogu.clone()), store.base(), changes));
         }
         for (dogu, changes) in &diff.sensitive_config {
-            let store = observation.sensitive_configs.get(dogu).map(Arc::as_ref).unwrap_or(&ConfigObservation::Missing);
+            let store = observation.sensitive_config(dogu);
             self.actions.push(sensitive_write(dogu, store.base(), changes));
         }
         if !diff.global.is_empty() {
