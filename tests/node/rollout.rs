@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use blueprint_operator::sandbox::control_plane::Audited;
 use blueprint_operator::sandbox::node::{self, Node, install as chart};
 
 use super::{ECOSYSTEM, apply, completed, ecosystem_completed, helm, kubectl, leader, ready_pods, turn, wait};
@@ -34,19 +35,28 @@ fn handover(node: &Node, key: &str, replace: impl FnOnce()) {
     let new_leader = wait(Duration::from_secs(60), "a new leader", || {
         leader(node, ECOSYSTEM).filter(|holder| new.contains(holder)).ok_or("an old Pod".into())
     });
-    // The first write of the Lease by the new leader; nothing written by an old Pod after it.
+    // The new leader's first write of the Lease that the API server accepted; nothing written by an old
+    // Pod after it. Refused writes change nothing: while the Pods are replaced, the old standby may win
+    // the released Lease against a new Pod (whose attempt is refused with 409) and lead until it is
+    // replaced in turn; and a candidate that saw the Lease free may be refused once another took it.
     let requests = node.plane.audited(&format!("system:serviceaccount:{ECOSYSTEM}:{}", chart::SERVICE_ACCOUNT));
+    let accepted = |r: &&Audited| r.is_write() && (200..300).contains(&r.code());
     let taken = requests
         .iter()
-        .filter(|r| r.pod() == Some(new_leader.as_str()) && r.is_write() && r.resource() == "leases")
+        .filter(accepted)
+        .filter(|r| r.pod() == Some(new_leader.as_str()) && r.resource() == "leases")
         .map(|r| r.request_received_timestamp.clone())
         .min()
         .expect("the new leader wrote the Lease");
     let late: Vec<String> = requests
         .iter()
+        .filter(accepted)
         .filter(|r| r.pod().is_some_and(|pod| old.iter().any(|o| o == pod)))
-        .filter(|r| r.is_write() && r.request_received_timestamp > taken)
-        .map(|r| format!("{} {} {} {}", r.request_received_timestamp, r.pod().unwrap(), r.verb, r.request_uri))
+        .filter(|r| r.request_received_timestamp > taken)
+        .map(|r| {
+            let (at, pod, code) = (&r.request_received_timestamp, r.pod().unwrap(), r.code());
+            format!("{at} {pod} {} {} -> {code}", r.verb, r.request_uri)
+        })
         .collect();
     assert!(
         late.is_empty(),
