@@ -140,7 +140,8 @@ impl Conditions {
                     condition.reason = reason.to_owned();
                     changed = true;
                 }
-                if condition.message != message {
+                // Messages are often empty (see `text`).
+                if !crate::text::same(&condition.message, &message) {
                     condition.message = message;
                     changed = true;
                 }
@@ -154,7 +155,9 @@ impl Conditions {
     pub fn changed(&self, type_: &str) -> bool {
         match (self.stored(type_), self.get(type_)) {
             (Some(before), Some(after)) => {
-                before.status != after.status || before.reason != after.reason || before.message != after.message
+                before.status != after.status
+                    || before.reason != after.reason
+                    || !crate::text::same(&before.message, &after.message)
             }
             (None, Some(_)) => true,
             _ => false,

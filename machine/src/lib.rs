@@ -41,6 +41,7 @@ mod reading;
 mod reconcile;
 mod references;
 mod status_size;
+mod text;
 mod up_to_date;
 mod validation;
 

@@ -332,7 +332,7 @@ fn value_changes<'a, 'd>(
                 let expected = Some(ConfigValueView::FromSecret);
                 changes.push(change(ConfigAction::Set, shown(true), expected, Some(reference.clone())));
             }
-        } else if hidden.is_some() || plain.map(String::as_str) != entry.value {
+        } else if hidden.is_some() || !crate::text::same_option(plain.map(String::as_str), entry.value) {
             let expected = entry.value.map(|v| ConfigValueView::Plain(v.to_owned()));
             changes.push(change(ConfigAction::Set, shown(false), expected, None));
         }

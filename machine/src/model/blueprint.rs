@@ -45,11 +45,20 @@ pub struct TargetDogu {
 }
 
 /// The nginx settings of a dogu (stored on the Dogu CR as ingress annotations).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Eq)]
 pub struct ReverseProxy {
     pub max_body_size: Option<Quantity>,
     pub rewrite_target: String,
     pub additional_config: String,
+}
+
+/// Compared for every installed dogu in every reconcile, and nearly always empty (see `text`).
+impl PartialEq for ReverseProxy {
+    fn eq(&self, other: &Self) -> bool {
+        self.max_body_size == other.max_body_size
+            && crate::text::same(&self.rewrite_target, &other.rewrite_target)
+            && crate::text::same(&self.additional_config, &other.additional_config)
+    }
 }
 
 impl ReverseProxy {
