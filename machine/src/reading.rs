@@ -3,9 +3,9 @@
 //! reconcile needs it again: one [`Reading`] serves both, so a reconcile parses its Blueprint once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::api::{Blueprint, BlueprintMaskObject, ConfigEntry};
+use crate::api::{Blueprint, BlueprintManifest, BlueprintMaskObject, ConfigEntry};
 use crate::conditions::reason;
 use crate::model::{Flags, ParseFailure, ParsedBlueprint};
 use crate::references;
@@ -22,6 +22,38 @@ pub struct Reading<'b> {
 pub(crate) struct Read<'b> {
     pub(crate) effective: EffectiveBlueprint<'b>,
     pub(crate) flags: Flags,
+    /// What the status shows of the effective blueprint, and the size of the Blueprint's own metadata
+    /// and spec: functions of the Blueprint alone, so worked out once per reading. The controller keeps
+    /// a reading while its Blueprint is unchanged: a steady reconcile neither compares the effective
+    /// blueprint with the stored one nor measures either again.
+    published: OnceLock<Published>,
+    own_size: OnceLock<usize>,
+}
+
+/// The effective blueprint as `status.effectiveBlueprint` shows it, and the length of its JSON.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) manifest: Arc<BlueprintManifest>,
+    pub(crate) size: usize,
+}
+
+impl Read<'_> {
+    /// The effective blueprint for the status of `blueprint`, the Blueprint read (`Reading::blueprint`;
+    /// the first call's is kept): the stored one,
+    /// shared, when it is what this reading writes.
+    pub(crate) fn published(&self, blueprint: &Blueprint) -> &Published {
+        self.published.get_or_init(|| {
+            let stored = blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
+            let manifest = self.effective.to_api_reusing(stored);
+            Published { size: crate::status_size::size(&*manifest), manifest }
+        })
+    }
+
+    /// The length of the JSON of `blueprint`'s metadata and spec, the Blueprint read (see
+    /// `status_size`).
+    pub(crate) fn own_size(&self, blueprint: &Blueprint) -> usize {
+        *self.own_size.get_or_init(|| crate::status_size::own_size(blueprint))
+    }
 }
 
 /// Why a Blueprint is invalid: the `Valid` condition's reason and message.
@@ -149,7 +181,7 @@ fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Res
     let flags = parsed.flags;
     let effective =
         EffectiveBlueprint::compute(parsed).map_err(|problem| invalid(reason::INCONSISTENT, problem.to_string()))?;
-    Ok(Read { effective, flags })
+    Ok(Read { effective, flags, published: OnceLock::new(), own_size: OnceLock::new() })
 }
 
 /// What the conversion from v1 could not take over (its annotation on a Blueprint written as v1), or

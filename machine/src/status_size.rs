@@ -32,18 +32,23 @@ pub(crate) struct Fitted {
     pub note: Option<String>,
 }
 
-/// Fits the effective blueprint and the state diff of `blueprint`'s status into the budget.
+/// Fits the effective blueprint (with the length of its JSON) and the state diff of a Blueprint's
+/// status into the budget; `own_size` gives the length of the Blueprint's metadata and spec (see
+/// [`own_size`]), asked for only when the parts are not small.
 pub(crate) fn fit(
-    blueprint: &Blueprint,
-    effective_blueprint: Option<Arc<BlueprintManifest>>,
+    own_size: impl FnOnce() -> usize,
+    effective_blueprint: Option<(Arc<BlueprintManifest>, usize)>,
     state_diff: StateDiff,
 ) -> Fitted {
-    let effective_size = effective_blueprint.as_ref().map_or(0, size);
+    let (effective_blueprint, effective_size) = match effective_blueprint {
+        Some((manifest, size)) => (Some(manifest), size),
+        None => (None, 0),
+    };
     let diff_size = size(&state_diff);
     if effective_size + diff_size <= ALWAYS_FITS {
         return Fitted { effective_blueprint, state_diff, note: None };
     }
-    let own = size(&blueprint.metadata) + blueprint.blueprint_spec().map_or(0, size);
+    let own = own_size();
     let budget = STATUS_PARTS_LIMIT.min(OBJECT_LIMIT.saturating_sub(own) * 2 / 3);
     if effective_size + diff_size <= budget {
         return Fitted { effective_blueprint, state_diff, note: None };
@@ -62,6 +67,12 @@ pub(crate) fn fit(
         left_out.join("; ")
     );
     Fitted { effective_blueprint, state_diff, note: Some(note) }
+}
+
+/// The length of the JSON of the Blueprint's metadata and spec: what the status shares the object's
+/// size limit with.
+pub(crate) fn own_size(blueprint: &Blueprint) -> usize {
+    size(&blueprint.metadata) + blueprint.blueprint_spec().map_or(0, size)
 }
 
 /// Keeps the diff's first entries, map by map, within `budget` bytes; says what was left out.

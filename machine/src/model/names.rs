@@ -14,7 +14,8 @@ pub struct DoguName {
 
 impl DoguName {
     pub fn parse(text: &str) -> Result<Self, Problem> {
-        let mut parts = text.split('/');
+        // By a one-char array, not `'/'`: see `DoguVersion::parse`.
+        let mut parts = text.split(['/']);
         let (Some(namespace), Some(simple), None) = (parts.next(), parts.next(), parts.next()) else {
             return Err(Problem::new(format!("dogu name needs to be in the form 'namespace/dogu' but is '{text}'")));
         };

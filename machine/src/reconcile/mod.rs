@@ -126,8 +126,8 @@ impl<'o> Run<'o> {
             Err(invalid) => return self.invalid(invalid.reason, invalid.message.clone()),
         };
         let (effective, flags) = (&read.effective, read.flags);
-        let stored = self.blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
-        self.effective_blueprint = Some(effective.to_api_reusing(stored));
+        let published = read.published(reading.blueprint);
+        self.effective_blueprint = Some(Arc::clone(&published.manifest));
         // Nothing is read from a Secret the blueprint may not read, not even to compare it (D53).
         let access = &observation.operator.secret_access;
         if let Some(refused) = references::refused_secrets(effective, &observation.referenced_secrets, access) {
@@ -150,7 +150,7 @@ impl<'o> Run<'o> {
         let missing_references =
             crate::problem::Problem::join(missing_config.into_iter().chain(missing_secrets).collect());
         let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved, &values);
-        self.record_diff(&diff);
+        self.record_diff(&diff, published.size, || read.own_size(reading.blueprint));
         self.record_platform(&diff, effective);
         let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);
 

@@ -32,21 +32,39 @@ pub(crate) fn validate(
     provided: &BTreeSet<ProvidedDependency>,
     installed: &BTreeMap<&str, InstalledDogu<'_>>,
 ) -> Validity {
-    // Keyed by (namespace, simple name, version), so that lookups need no formatting (and no hashing:
-    // a B-tree of borrowed keys is cheaper for the sizes blueprints have).
-    let index: BTreeMap<(&str, &str, &str), &DescriptorLookup> = descriptors
-        .iter()
-        .filter_map(|e| e.name.split_once('/').map(|(ns, simple)| ((ns, simple, e.version.as_str()), &e.lookup)))
-        .collect();
+    // The shell looks the descriptors up in the order of the wanted dogus: each is found at its dogu's
+    // position. Only where that is not so (a recorded observation of another build, a test) are they
+    // looked up in an index, keyed by (namespace, simple name, version) so that lookups need no
+    // formatting (and no hashing: a B-tree of borrowed keys is cheaper for the sizes blueprints have).
+    let index = std::cell::OnceCell::new();
+    let lookup = |position: usize, key: (&str, &str, &str)| {
+        let at_position = descriptors.get(position).filter(|e| {
+            e.version == key.2 && e.name.split_once('/').is_some_and(|(ns, simple)| (ns, simple) == (key.0, key.1))
+        });
+        match at_position {
+            Some(entry) => Some(&entry.lookup),
+            None => {
+                let index: &BTreeMap<(&str, &str, &str), &DescriptorLookup> = index.get_or_init(|| {
+                    descriptors
+                        .iter()
+                        .filter_map(|e| {
+                            e.name.split_once('/').map(|(ns, simple)| ((ns, simple, e.version.as_str()), &e.lookup))
+                        })
+                        .collect()
+                });
+                index.get(&key).copied()
+            }
+        }
+    };
     let wanted: Vec<&TargetDogu> = effective.wanted_dogus().collect();
 
     let mut found: Vec<(&TargetDogu, &DoguDescriptor)> = Vec::with_capacity(wanted.len());
     let mut not_found = Vec::new();
     let mut unavailable = Vec::new();
-    for dogu in &wanted {
+    for (position, dogu) in wanted.iter().enumerate() {
         let name = &dogu.name;
         let version = dogu.version.as_ref().map(|v| v.raw()).unwrap_or("");
-        match index.get(&(name.namespace.as_str(), name.simple.as_str(), version)) {
+        match lookup(position, (name.namespace.as_str(), name.simple.as_str(), version)) {
             Some(DescriptorLookup::Found { descriptor }) => found.push((dogu, &**descriptor)),
             Some(DescriptorLookup::NotFound) => {
                 not_found.push(Problem::new(format!("dogu \"{name}\" with version \"{version}\" could not be found")))

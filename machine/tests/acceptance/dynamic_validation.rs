@@ -209,3 +209,35 @@ fn untyped_dependencies_are_dogu_dependencies() {
     assert_eq!(cond(&decision, "Valid"), pair("False", "Inconsistent"));
     assert!(message(&decision, "Valid").contains("dependency 'postgres' in version '' is not a present dogu"));
 }
+
+/// The shell lists the descriptors in the order of the wanted dogus, and validation finds each at its
+/// dogu's position; listed in another order (a recorded observation, another build), they are found
+/// all the same.
+#[test]
+fn descriptors_listed_in_another_order_are_found_all_the_same() {
+    let scenarios = [
+        Scenario::new(REDMINE_AND_POSTGRES).with_descriptor(&redmine()),
+        Scenario::new(ONLY_REDMINE).with_descriptor(&redmine()),
+        Scenario::new(REDMINE_AND_POSTGRES).with_descriptor(&redmine()).with_lookup(
+            "official/postgres",
+            "1.0.0-1",
+            DescriptorLookup::NotFound,
+        ),
+    ];
+    for scenario in scenarios {
+        let mut observation = scenario.observe();
+        let in_order = blueprint_machine::reconcile(&observation);
+        observation.descriptors.reverse();
+        assert_eq!(blueprint_machine::reconcile(&observation), in_order);
+    }
+    // One left out (not looked up): said so; the other is still found at another position.
+    let mut observation = Scenario::new(REDMINE_AND_POSTGRES).with_descriptor(&redmine()).observe();
+    observation.descriptors.remove(0);
+    let decision = blueprint_machine::reconcile(&observation);
+    let valid = message(&decision, "Valid");
+    assert!(
+        valid.contains("\"official/redmine\" with version \"1.0.0-1\": the descriptor was not looked up"),
+        "{valid}"
+    );
+    assert!(!valid.contains("postgres"), "{valid}");
+}
