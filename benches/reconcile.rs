@@ -1,4 +1,6 @@
-//! The cost of one `reconcile` in three situations (fresh install, steady state, upgrade):
+//! The cost of one `reconcile` in three situations (fresh install, steady state, upgrade), and of the
+//! steady state as the controller decides it, with the Blueprint's reading kept from the reconcile
+//! before (`steady-state-reading-kept`):
 //! - the design budget's case: 30 dogus with 200 config keys (6 per dogu, 20 global);
 //! - the series over blueprint sizes: 10, 30, 100, 1,000 and 5,000 dogus with 5 config keys each, to
 //!   show that the cost grows linearly with the blueprint (no quadratic step in diff or validation).
@@ -148,10 +150,26 @@ fn situations(size: Size) -> [(&'static str, Observation); 3] {
     [("fresh-install", fresh), ("steady-state", steady), ("upgrade", upgrade)]
 }
 
+/// The reading a steady reconcile of the controller decides with: the Blueprint object and the masks
+/// are those of its last reconcile, so it uses the reading it kept (src/reconcile/kept_reading.rs).
+fn kept_reading(observation: &Observation) -> blueprint_machine::Reading<'_> {
+    let blueprint = observation.blueprint.as_deref().expect("the steady state has a Blueprint");
+    let reading = blueprint_machine::Reading::of(blueprint, &observation.blueprint_masks);
+    let decision = blueprint_machine::reconcile_read(Some(&reading), observation);
+    assert_eq!(decision, blueprint_machine::reconcile(observation), "a kept reading decides the same");
+    reading
+}
+
 fn budget(c: &mut Criterion) {
     let mut group = c.benchmark_group("reconcile/30-dogus-200-keys");
     for (name, observation) in situations(BUDGET) {
         group.bench_function(name, |b| b.iter(|| blueprint_machine::reconcile(std::hint::black_box(&observation))));
+        if name == "steady-state" {
+            let reading = kept_reading(&observation);
+            group.bench_function("steady-state-reading-kept", |b| {
+                b.iter(|| blueprint_machine::reconcile_read(Some(&reading), std::hint::black_box(&observation)))
+            });
+        }
     }
     group.finish();
 }
@@ -168,6 +186,16 @@ fn series(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(name, dogus), &observation, |b, observation| {
                 b.iter(|| blueprint_machine::reconcile(std::hint::black_box(observation)))
             });
+            if name == "steady-state" {
+                let reading = kept_reading(&observation);
+                group.bench_with_input(
+                    BenchmarkId::new("steady-state-reading-kept", dogus),
+                    &observation,
+                    |b, observation| {
+                        b.iter(|| blueprint_machine::reconcile_read(Some(&reading), std::hint::black_box(observation)))
+                    },
+                );
+            }
         }
     }
     group.finish();

@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use blueprint_machine::api::Blueprint;
 
 use super::backoff::BackoffTracker;
-use super::{HandledRequests, InFlight, OwnStatusWrites};
+use super::{HandledRequests, InFlight, KeptReadings, OwnStatusWrites};
 use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
@@ -60,6 +60,8 @@ pub struct Context {
     pub own_status_writes: OwnStatusWrites,
     /// The reconcile requests (the Blueprints' annotation) handled last.
     pub handled_requests: HandledRequests,
+    /// Each Blueprint's reading, kept while the Blueprint and the masks are unchanged.
+    pub readings: KeptReadings,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
     /// cache shows the write, the written object is what is observed (read-your-writes). Slimmed like
     /// the cached objects, and dropped once the cache has moved on.
@@ -94,6 +96,7 @@ impl Context {
             in_flight: InFlight::default(),
             own_status_writes: OwnStatusWrites::default(),
             handled_requests: HandledRequests::default(),
+            readings: KeptReadings::default(),
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
         }

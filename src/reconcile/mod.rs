@@ -15,6 +15,7 @@ pub mod backoff;
 mod context;
 mod execute;
 mod in_flight;
+mod kept_reading;
 mod observe;
 mod own_writes;
 mod publish;
@@ -24,10 +25,11 @@ mod write_status;
 
 use std::time::Instant;
 
-use blueprint_machine::{Reading, StatusWriteResult};
+use blueprint_machine::StatusWriteResult;
 
 pub use context::{CACHE_WAIT, Context, ObserveError};
 pub use in_flight::InFlight;
+pub use kept_reading::{KeptReading, KeptReadings};
 pub use own_writes::OwnStatusWrites;
 pub use requests::{HandledRequests, requested_at};
 
@@ -42,22 +44,28 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
     let blueprint = context.blueprint(name);
     if blueprint.is_none() {
         context.handled_requests.forget(name);
+        context.readings.forget(name);
     }
     let masks = observe::blueprint_masks(context);
-    let reading = blueprint.as_deref().map(|b| Reading::of(b, &masks));
+    let kept = blueprint.as_ref().map(|b| context.readings.read(name, b, &masks));
+    let reading = kept.as_deref().map(KeptReading::reading);
 
     // 1. Observe.
-    let observation = match observe::observe(context, blueprint.clone(), masks.clone(), reading.as_ref()).await {
+    let observation = match observe::observe(context, blueprint.clone(), masks.clone(), reading).await {
         Ok(observation) => observation,
         Err(error) => return could_not_observe(context, name, error),
     };
     // 2. Decide.
-    let decision = blueprint_machine::reconcile_read(reading.as_ref(), &observation);
+    let decision = blueprint_machine::reconcile_read(reading, &observation);
     // 3. Execute.
     let executed = execute::execute(context, &observation, &decision).await;
     let outcome = executed.after_failure.as_ref().unwrap_or(&decision);
     // 4. Write the status.
     let status = write_status::write_status(context, name, blueprint.as_deref(), outcome).await;
+    if !matches!(status, StatusWrite::Unchanged) {
+        // The Blueprint object is replaced (or may be): its reading cannot serve the next reconcile.
+        context.readings.forget(name);
+    }
     // 5. Publish the events, only if the status they belong to is the stored one.
     let events_published = match (&status, blueprint.as_deref()) {
         (StatusWrite::Unchanged | StatusWrite::Written, Some(blueprint)) => {
