@@ -204,6 +204,21 @@ proptest! {
         let line = serde_json::to_string(&observation).unwrap();
         let recorded: Observation = serde_json::from_str(&line).unwrap();
         prop_assert_eq!(&first, &blueprint_machine::reconcile(&recorded));
+        // The controller keeps a Blueprint's reading from one reconcile to the next (what the reading
+        // works out, it works out once): a reading that decided before decides as a fresh one does,
+        // also when the cluster around the same Blueprint changed in between.
+        if let Some(blueprint) = observation.blueprint.as_deref() {
+            let kept = blueprint_machine::Reading::of(blueprint, &observation.blueprint_masks);
+            prop_assert_eq!(&first, &blueprint_machine::reconcile_read(Some(&kept), &observation));
+            let mut changed = observation.clone();
+            changed.dogus.clear();
+            changed.dogu_configs.clear();
+            prop_assert_eq!(
+                &blueprint_machine::reconcile(&changed),
+                &blueprint_machine::reconcile_read(Some(&kept), &changed)
+            );
+            prop_assert_eq!(&first, &blueprint_machine::reconcile_read(Some(&kept), &observation));
+        }
     }
 
     /// Seen failing with: the forbidden-action check disabled (actions for dogus and components whose
