@@ -68,6 +68,11 @@ impl KeptReadings {
         read
     }
 
+    /// Whether a reading of the Blueprint `name` is kept.
+    pub fn holds(&self, name: &str) -> bool {
+        self.by_name.lock().expect("not poisoned").contains_key(name)
+    }
+
     /// The Blueprint is gone, or about to be replaced (this process wrote its status): its reading,
     /// and the object it holds, go now instead of beside the next one.
     pub fn forget(&self, name: &str) {

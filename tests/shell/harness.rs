@@ -185,6 +185,12 @@ impl Harness {
     /// Runs one reconcile; GETs of referenced Secrets are answered from `secrets`, everything else by
     /// `responder`.
     pub async fn reconcile(&self, responder: Responder) -> (Record, Vec<Recorded>) {
+        let (outcome, requests, _) = self.reconcile_keeping(responder).await;
+        (outcome, requests)
+    }
+
+    /// [`Self::reconcile`], and whether the context keeps a reading of the Blueprint afterwards.
+    pub async fn reconcile_keeping(&self, responder: Responder) -> (Record, Vec<Recorded>, bool) {
         let (client, recorded, server) = self.client(responder);
         let stores = self.stores();
         let metrics = Metrics::shared();
@@ -195,10 +201,11 @@ impl Harness {
         let context = Context::new(client, NAMESPACE.into(), identity, stores, descriptors, metrics)
             .with_clock(|| Timestamp::from_second(1_767_225_600).unwrap());
         let outcome = blueprint_operator::reconcile::reconcile(&context, crate::support::NAME).await;
+        let kept = context.readings.holds(crate::support::NAME);
         drop(context);
         server.abort();
         let requests = recorded.lock().unwrap().clone();
-        (outcome, requests)
+        (outcome, requests, kept)
     }
 
     fn client(&self, responder: Responder) -> (Client, Arc<Mutex<Vec<Recorded>>>, tokio::task::JoinHandle<()>) {

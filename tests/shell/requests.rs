@@ -286,6 +286,21 @@ async fn a_reconcile_with_nothing_to_do_sends_no_request_at_all() {
     assert_eq!(outcome.execution.requeue_after_seconds, None);
 }
 
+/// The Blueprint's reading is kept for the next reconcile only when the object stays: a reconcile
+/// that writes the status replaces it, and lets its reading (and the old object) go.
+#[tokio::test]
+async fn the_reading_is_kept_when_the_status_is_not_written() {
+    let harness = install_nexus().dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    let (first, _, kept) = harness.reconcile_keeping(healthy(harness.blueprint.clone())).await;
+    assert_eq!(first.execution.status, StatusWrite::Written);
+    assert!(!kept, "the status write replaces the object: nothing kept");
+    let mut settled = install_nexus().dogu(dogu_cr("official/nexus", "3.2.1-1"));
+    settled.blueprint.status = first.decision.unwrap().status;
+    let (outcome, _, kept) = settled.reconcile_keeping(healthy(settled.blueprint.clone())).await;
+    assert_eq!(outcome.execution.status, StatusWrite::Unchanged);
+    assert!(kept, "nothing written: the reading serves the next reconcile");
+}
+
 /// Two events of the same reason in one decision are two events, each created: kube-runtime's
 /// recorder would fold the second into the first with a PATCH (keeping the first note), which the
 /// Role does not grant (`deploy/rbac.yaml`: events `create` only).
