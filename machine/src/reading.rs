@@ -20,6 +20,8 @@ pub struct Reading<'b> {
 
 #[derive(Debug)]
 pub(crate) struct Read<'b> {
+    /// The Blueprint read: what the memos below are of.
+    blueprint: &'b Blueprint,
     pub(crate) effective: EffectiveBlueprint<'b>,
     pub(crate) flags: Flags,
     /// What the status shows of the effective blueprint, and the size of the Blueprint's own metadata
@@ -30,29 +32,28 @@ pub(crate) struct Read<'b> {
     own_size: OnceLock<usize>,
 }
 
-/// The effective blueprint as `status.effectiveBlueprint` shows it, and the length of its JSON.
-#[derive(Debug)]
+/// The effective blueprint as `status.effectiveBlueprint` shows it, and the length of its JSON (cheap
+/// to clone: the manifest is shared).
+#[derive(Clone, Debug)]
 pub(crate) struct Published {
     pub(crate) manifest: Arc<BlueprintManifest>,
     pub(crate) size: usize,
 }
 
 impl Read<'_> {
-    /// The effective blueprint for the status of `blueprint`, the Blueprint read (`Reading::blueprint`;
-    /// the first call's is kept): the stored one,
-    /// shared, when it is what this reading writes.
-    pub(crate) fn published(&self, blueprint: &Blueprint) -> &Published {
+    /// The effective blueprint for the Blueprint's status: the stored one, shared, when it is what
+    /// this reading writes.
+    pub(crate) fn published(&self) -> &Published {
         self.published.get_or_init(|| {
-            let stored = blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
+            let stored = self.blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
             let manifest = self.effective.to_api_reusing(stored);
             Published { size: crate::status_size::size(&*manifest), manifest }
         })
     }
 
-    /// The length of the JSON of `blueprint`'s metadata and spec, the Blueprint read (see
-    /// `status_size`).
-    pub(crate) fn own_size(&self, blueprint: &Blueprint) -> usize {
-        *self.own_size.get_or_init(|| crate::status_size::own_size(blueprint))
+    /// The length of the JSON of the Blueprint's metadata and spec (see `status_size`).
+    pub(crate) fn own_size(&self) -> usize {
+        *self.own_size.get_or_init(|| crate::status_size::own_size(self.blueprint))
     }
 }
 
@@ -181,7 +182,7 @@ fn read<'b>(blueprint: &'b Blueprint, masks: &[Arc<BlueprintMaskObject>]) -> Res
     let flags = parsed.flags;
     let effective =
         EffectiveBlueprint::compute(parsed).map_err(|problem| invalid(reason::INCONSISTENT, problem.to_string()))?;
-    Ok(Read { effective, flags, published: OnceLock::new(), own_size: OnceLock::new() })
+    Ok(Read { blueprint, effective, flags, published: OnceLock::new(), own_size: OnceLock::new() })
 }
 
 /// What the conversion from v1 could not take over (its annotation on a Blueprint written as v1), or

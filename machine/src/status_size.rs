@@ -10,11 +10,10 @@
 //! omitted when it would take more than half of it, and the state diff keeps its first entries (in
 //! name order) and counts the rest; the `Completed` condition says so.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 
-use crate::api::{Blueprint, BlueprintManifest, StateDiff};
+use crate::api::{Blueprint, StateDiff};
+use crate::reading::Published;
 
 /// What the operator lets a Blueprint object grow to (etcd's default limit is 1,572,864 bytes).
 pub const OBJECT_LIMIT: usize = 1_400_000;
@@ -24,26 +23,23 @@ pub const STATUS_PARTS_LIMIT: usize = 512 * 1024;
 const ALWAYS_FITS: usize = 64 * 1024;
 
 /// The effective blueprint and state diff to publish, and what was left out.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct Fitted {
-    pub effective_blueprint: Option<Arc<BlueprintManifest>>,
+    pub effective_blueprint: Option<Published>,
     pub state_diff: StateDiff,
     /// Why and what was summarised, for the `Completed` condition; `None` when nothing was.
     pub note: Option<String>,
 }
 
-/// Fits the effective blueprint (with the length of its JSON) and the state diff of a Blueprint's
+/// Fits the effective blueprint and the state diff of a Blueprint's
 /// status into the budget; `own_size` gives the length of the Blueprint's metadata and spec (see
 /// [`own_size`]), asked for only when the parts are not small.
 pub(crate) fn fit(
     own_size: impl FnOnce() -> usize,
-    effective_blueprint: Option<(Arc<BlueprintManifest>, usize)>,
+    effective_blueprint: Option<Published>,
     state_diff: StateDiff,
 ) -> Fitted {
-    let (effective_blueprint, effective_size) = match effective_blueprint {
-        Some((manifest, size)) => (Some(manifest), size),
-        None => (None, 0),
-    };
+    let effective_size = effective_blueprint.as_ref().map_or(0, |published| published.size);
     let diff_size = size(&state_diff);
     if effective_size + diff_size <= ALWAYS_FITS {
         return Fitted { effective_blueprint, state_diff, note: None };

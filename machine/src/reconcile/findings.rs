@@ -113,10 +113,9 @@ impl Run<'_> {
     }
 
     /// The state diff, published within the status' size budget; an event when it changed.
-    /// (`effective_size`: the length of the effective blueprint's JSON; `own_size`: see `status_size`.)
-    pub(super) fn record_diff(&mut self, diff: &Diff<'_>, effective_size: usize, own_size: impl FnOnce() -> usize) {
-        let effective = self.effective_blueprint.take().map(|manifest| (manifest, effective_size));
-        let fitted = status_size::fit(own_size, effective, diff.to_api());
+    /// (`own_size`: see `status_size`.)
+    pub(super) fn record_diff(&mut self, diff: &Diff<'_>, own_size: impl FnOnce() -> usize) {
+        let fitted = status_size::fit(own_size, self.effective_blueprint.take(), diff.to_api());
         self.effective_blueprint = fitted.effective_blueprint;
         self.status_note = fitted.note;
         let state_diff = fitted.state_diff;

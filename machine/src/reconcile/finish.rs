@@ -21,7 +21,7 @@ impl Run<'_> {
             state,
             status: Some(Arc::new(BlueprintStatus {
                 conditions: self.conditions.into_vec(),
-                effective_blueprint: self.effective_blueprint,
+                effective_blueprint: self.effective_blueprint.map(|published| published.manifest),
                 state_diff: self.state_diff,
                 observed_generation: Some(self.generation),
             })),

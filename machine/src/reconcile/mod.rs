@@ -14,16 +14,14 @@ mod gates;
 mod requeue;
 mod stages;
 
-use std::sync::Arc;
-
-use crate::api::{Blueprint, BlueprintManifest, StateDiff};
+use crate::api::{Blueprint, StateDiff};
 use crate::conditions::Conditions;
 use crate::decision::{Action, Decision, Requeue, State};
 use crate::diff;
 use crate::health::Health;
 use crate::model::Installed;
 use crate::observation::Observation;
-use crate::reading::Reading;
+use crate::reading::{Published, Reading};
 use crate::references;
 use crate::validation::dynamic;
 
@@ -77,7 +75,8 @@ struct Run<'o> {
     blueprint: &'o Blueprint,
     generation: i64,
     conditions: Conditions,
-    effective_blueprint: Option<Arc<BlueprintManifest>>,
+    /// What the status shows of the effective blueprint (with its size, for the status budget).
+    effective_blueprint: Option<Published>,
     state_diff: Option<StateDiff>,
     /// The state diff is not empty (`Completed=False`).
     diff_pending: bool,
@@ -126,8 +125,7 @@ impl<'o> Run<'o> {
             Err(invalid) => return self.invalid(invalid.reason, invalid.message.clone()),
         };
         let (effective, flags) = (&read.effective, read.flags);
-        let published = read.published(reading.blueprint);
-        self.effective_blueprint = Some(Arc::clone(&published.manifest));
+        self.effective_blueprint = Some(read.published().clone());
         // Nothing is read from a Secret the blueprint may not read, not even to compare it (D53).
         let access = &observation.operator.secret_access;
         if let Some(refused) = references::refused_secrets(effective, &observation.referenced_secrets, access) {
@@ -150,7 +148,7 @@ impl<'o> Run<'o> {
         let missing_references =
             crate::problem::Problem::join(missing_config.into_iter().chain(missing_secrets).collect());
         let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved, &values);
-        self.record_diff(&diff, published.size, || read.own_size(reading.blueprint));
+        self.record_diff(&diff, || read.own_size());
         self.record_platform(&diff, effective);
         let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);
 
