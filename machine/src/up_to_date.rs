@@ -3,26 +3,20 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::model::{Installed, InstalledDogu};
+use crate::model::{DoguPairs, InstalledDogu};
 use crate::observation::Observation;
-use crate::validation::EffectiveBlueprint;
 
 /// The wanted dogus that are not up to date yet, sorted.
-pub(crate) fn stale_dogus(
-    effective: &EffectiveBlueprint,
-    installed: &Installed,
-    observation: &Observation,
-) -> Vec<String> {
-    let mut stale: Vec<String> = effective
-        .wanted_dogus()
-        .filter(|target| {
-            let name = &target.name.simple;
-            let Some(dogu) = installed.dogus.get(name.as_str()) else {
+pub(crate) fn stale_dogus(pairs: &DoguPairs<'_>, observation: &Observation) -> Vec<String> {
+    let mut stale: Vec<String> = pairs
+        .wanted()
+        .filter(|(_, dogu)| {
+            let Some(dogu) = dogu else {
                 return true;
             };
             dogu.installed_version.as_ref() != Some(&dogu.version) || awaits_restart(dogu, observation)
         })
-        .map(|target| target.name.simple.clone())
+        .map(|(target, _)| target.name.simple.clone())
         .collect();
     stale.sort();
     stale
@@ -42,13 +36,8 @@ pub(crate) fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation
 }
 
 /// Whether every wanted dogu runs the version its Dogu CR asks for (config times aside).
-pub(crate) fn all_installed(effective: &EffectiveBlueprint, installed: &Installed) -> bool {
-    effective.wanted_dogus().all(|target| {
-        installed
-            .dogus
-            .get(target.name.simple.as_str())
-            .is_some_and(|d| d.installed_version.as_ref() == Some(&d.version))
-    })
+pub(crate) fn all_installed(pairs: &DoguPairs<'_>) -> bool {
+    pairs.wanted().all(|(_, dogu)| dogu.is_some_and(|d| d.installed_version.as_ref() == Some(&d.version)))
 }
 
 /// A dogu that never reported a start is older than any config write. The API server records write

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::api;
 use crate::config_format;
-use crate::model::{Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
+use crate::model::{DoguPairs, Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
 use crate::observation::{ConfigObservation, DebugModeObservation, Observation, SecretDigest};
 use crate::problem::Problem;
 use crate::validation::EffectiveBlueprint;
@@ -147,21 +147,22 @@ impl<'a> Diff<'a> {
 /// left out of the diff.
 pub(crate) fn compute<'a>(
     effective: &'a EffectiveBlueprint<'a>,
-    installed: &'a Installed<'a>,
+    pairs: &DoguPairs<'a>,
     observation: &Observation,
     resolved: &crate::references::ResolvedSecrets<'_>,
     referenced: &crate::references::ResolvedConfigRefs<'_>,
 ) -> (Diff<'a>, Vec<Problem>) {
+    let installed = pairs.installed();
     let mut problems = Vec::new();
     let mut diff = Diff { gateway: routes_through_gateway(effective, installed), ..Diff::default() };
 
-    for target in &effective.dogus {
+    for (target, found) in pairs.all() {
         let name = &target.name.simple;
         if let Some(problem) = installed.unreadable_dogus.get(name.as_str()) {
             problems.push(problem.clone());
             continue;
         }
-        let installed = installed.dogus.get(name.as_str());
+        let installed = found;
         let actions = dogu_actions(target, installed, diff.gateway);
         if !actions.is_empty() {
             diff.dogus.push(DoguChange { target, installed, actions });

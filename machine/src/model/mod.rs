@@ -5,6 +5,7 @@ pub(crate) mod component_version;
 pub(crate) mod dogu_version;
 pub(crate) mod installed;
 pub(crate) mod names;
+pub(crate) mod pairs;
 pub(crate) mod quantity;
 
 pub(crate) use crate::descriptor::DoguDescriptor;
@@ -13,4 +14,5 @@ pub(crate) use component_version::ComponentVersion;
 pub(crate) use dogu_version::{DoguVersion, VersionConstraint};
 pub(crate) use installed::{Installed, InstalledComponent, InstalledDogu};
 pub(crate) use names::{ComponentName, DoguName};
+pub(crate) use pairs::DoguPairs;
 pub(crate) use quantity::{Quantity, QuantityFormat};

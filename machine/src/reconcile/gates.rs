@@ -7,9 +7,9 @@ use crate::decision::{Requeue, State};
 use crate::diff::Diff;
 use crate::events::{self, reason as event};
 use crate::health::Health;
-use crate::model::{Flags, Installed};
+use crate::model::{DoguPairs, Flags};
 use crate::up_to_date;
-use crate::validation::{EffectiveBlueprint, Validity};
+use crate::validation::Validity;
 
 use super::Run;
 use super::event_log::Topic;
@@ -69,22 +69,17 @@ impl Run<'_> {
     /// this). But "nothing differs" compares Dogu CR specs, and a CR recreated by a reconcile that
     /// crashed before its status write has the wanted spec and nothing installed yet: only a
     /// blueprint whose dogus all run their CR's version keeps it.
-    pub(super) fn still_completed(
-        &mut self,
-        diff: &Diff<'_>,
-        effective: &EffectiveBlueprint<'_>,
-        installed: &Installed<'_>,
-    ) -> Option<End> {
+    pub(super) fn still_completed(&mut self, diff: &Diff<'_>, pairs: &DoguPairs<'_>) -> Option<End> {
         let was_completed =
             self.conditions.stored(conditions::COMPLETED).is_some_and(|c| c.status == Status::True.as_str());
         if !diff.is_empty() || !was_completed {
             return None;
         }
-        if up_to_date::all_installed(effective, installed) {
+        if up_to_date::all_installed(pairs) {
             self.conditions.set(conditions::COMPLETED, Status::True, reason::COMPLETED, "");
             return Some((State::Completed, Requeue::AwaitChange));
         }
-        let stale = up_to_date::stale_dogus(effective, installed, self.observation);
+        let stale = up_to_date::stale_dogus(pairs, self.observation);
         self.conditions.set(conditions::COMPLETED, Status::False, reason::STATE_DIFF_HAS_CHANGES, waiting_for(&stale));
         None
     }

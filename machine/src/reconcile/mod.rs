@@ -19,7 +19,7 @@ use crate::conditions::Conditions;
 use crate::decision::{Action, Decision, Requeue, State};
 use crate::diff;
 use crate::health::Health;
-use crate::model::Installed;
+use crate::model::{DoguPairs, Installed};
 use crate::observation::Observation;
 use crate::reading::{Published, Reading};
 use crate::references;
@@ -134,12 +134,9 @@ impl<'o> Run<'o> {
 
         // What is observed: validity, health, the diff, and what blocks applying it.
         let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
-        let validity = dynamic::validate(
-            effective,
-            &observation.descriptors,
-            &observation.operator.provided_dependencies,
-            &installed.dogus,
-        );
+        let pairs = DoguPairs::pair(effective, &installed);
+        let validity =
+            dynamic::validate(effective, &observation.descriptors, &observation.operator.provided_dependencies, &pairs);
         self.record_validity(&validity);
         let health = Health::evaluate(&installed, observation, flags);
         self.record_health(&health, flags);
@@ -147,7 +144,7 @@ impl<'o> Run<'o> {
         let (values, missing_config) = references::resolve_config_refs(effective, &observation.referenced_config_maps);
         let missing_references =
             crate::problem::Problem::join(missing_config.into_iter().chain(missing_secrets).collect());
-        let (diff, unreadable) = diff::compute(effective, &installed, observation, &resolved, &values);
+        let (diff, unreadable) = diff::compute(effective, &pairs, observation, &resolved, &values);
         self.record_diff(&diff, || read.own_size());
         self.record_platform(&diff, effective);
         let blocked = self.record_executable(&diff, effective, flags, missing_references, unreadable);
@@ -166,10 +163,10 @@ impl<'o> Run<'o> {
         // be from before the blueprint wanted it (found by the missed-events property: such a dogu
         // stayed paused for ever). A resume alone applies nothing a health check guards, and the paused
         // dogu may be the one that needs its operator to become healthy again: it does not wait.
-        if diff.is_empty() && stages::paused_without_change(&diff, &installed, effective).next().is_some() {
-            return self.apply(&diff, effective, &installed);
+        if diff.is_empty() && stages::paused_without_change(&diff, &pairs).next().is_some() {
+            return self.apply(&diff, effective, &pairs);
         }
-        if let Some(end) = self.still_completed(&diff, effective, &installed) {
+        if let Some(end) = self.still_completed(&diff, &pairs) {
             return end;
         }
         if let Some(end) = gates::health(&health) {
@@ -177,6 +174,6 @@ impl<'o> Run<'o> {
         }
 
         // Stages, in upstream's order; a stage that needs a fresh observation after it ends the run.
-        self.apply(&diff, effective, &installed)
+        self.apply(&diff, effective, &pairs)
     }
 }

@@ -9,7 +9,7 @@ use crate::conditions::{self, Status, reason};
 use crate::decision::{Action, ConfigSet, ConfigTarget, ConfigValue, Operation, Requeue, Stage, State};
 use crate::diff::{ComponentAction, ComponentChange, ConfigAction, ConfigChange, Diff, DoguAction, SensitiveChange};
 use crate::events::{self, reason as event};
-use crate::model::{ComponentVersion, Installed};
+use crate::model::{ComponentVersion, DoguPairs, Installed};
 use crate::objects;
 use crate::observation::{ObjectBase, Observation};
 use crate::up_to_date;
@@ -22,12 +22,8 @@ use super::gates::{End, waiting_for};
 
 impl Run<'_> {
     /// Applies the stages the reconcile may run now; ends where the next needs a fresh observation.
-    pub(super) fn apply(
-        &mut self,
-        diff: &Diff<'_>,
-        effective: &EffectiveBlueprint<'_>,
-        installed: &Installed<'_>,
-    ) -> End {
+    pub(super) fn apply(&mut self, diff: &Diff<'_>, effective: &EffectiveBlueprint<'_>, pairs: &DoguPairs<'_>) -> End {
+        let installed = pairs.installed();
         let namespace = &self.observation.operator.namespace;
         let own_component = own_component_name(&self.observation.operator.component);
 
@@ -65,18 +61,18 @@ impl Run<'_> {
             return (State::ApplyingComponents, Requeue::after(1, "components applied; check health before dogus"));
         }
 
-        if self.dogu_stage(diff, installed, effective, &paused_now) > 0 {
+        if self.dogu_stage(diff, pairs, &paused_now) > 0 {
             return (State::ApplyingDogus, Requeue::after(1, "dogus applied; re-evaluate"));
         }
         if config_applied {
             return (State::ApplyingConfig, Requeue::after(1, "config applied; re-evaluate"));
         }
-        self.completion(effective, installed)
+        self.completion(pairs)
     }
 
     /// Nothing left to apply: completed once every wanted dogu runs what the blueprint wants.
-    fn completion(&mut self, effective: &EffectiveBlueprint<'_>, installed: &Installed<'_>) -> End {
-        let stale = up_to_date::stale_dogus(effective, installed, self.observation);
+    fn completion(&mut self, pairs: &DoguPairs<'_>) -> End {
+        let stale = up_to_date::stale_dogus(pairs, self.observation);
         if !stale.is_empty() {
             let changed = self.conditions.set(
                 conditions::COMPLETED,
@@ -135,13 +131,7 @@ impl Run<'_> {
 
     /// Creates, patches and deletes Dogu CRs; resumes managed dogus that are paused without a pending
     /// upgrade. Returns the number of actions added.
-    fn dogu_stage(
-        &mut self,
-        diff: &Diff<'_>,
-        installed: &Installed<'_>,
-        effective: &EffectiveBlueprint<'_>,
-        paused_now: &BTreeSet<String>,
-    ) -> usize {
+    fn dogu_stage(&mut self, diff: &Diff<'_>, pairs: &DoguPairs<'_>, paused_now: &BTreeSet<String>) -> usize {
         let namespace = &self.observation.operator.namespace;
         let before = self.actions.len();
         for change in &diff.dogus {
@@ -164,7 +154,7 @@ impl Run<'_> {
                 events::applied(Stage::Dogus, event::DOGUS_APPLIED, format!("dogus applied: {applied}")),
             );
         }
-        for name in paused_without_change(diff, installed, effective) {
+        for name in paused_without_change(diff, pairs) {
             self.actions.push(Action {
                 stage: Stage::Dogus,
                 reason: "resume reconciliation: no upgrade is pending".into(),
@@ -180,15 +170,12 @@ impl Run<'_> {
 /// The wanted dogus found paused that no change of this diff touches: the dogu stage resumes them
 /// (a pause left by a crash between the pause and the upgrade, by an upgrade no longer wanted, or by
 /// whoever paused a dogu before the blueprint took it over).
-pub(super) fn paused_without_change<'e>(
-    diff: &Diff<'_>,
-    installed: &Installed<'_>,
-    effective: &'e EffectiveBlueprint<'_>,
-) -> impl Iterator<Item = &'e str> {
-    effective
-        .wanted_dogus()
-        .map(|target| target.name.simple.as_str())
-        .filter(move |name| installed.dogus.get(*name).is_some_and(|d| d.paused) && diff.dogu(name).is_none())
+pub(super) fn paused_without_change<'p>(diff: &Diff<'_>, pairs: &'p DoguPairs<'_>) -> impl Iterator<Item = &'p str> {
+    pairs
+        .wanted()
+        .filter(|(_, dogu)| dogu.is_some_and(|d| d.paused))
+        .map(|(target, _)| target.name.simple.as_str())
+        .filter(move |name| diff.dogu(name).is_none())
 }
 
 fn write_reason(set: usize, remove: usize) -> String {

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::effective::EffectiveBlueprint;
-use crate::model::installed::InstalledDogu;
 use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
+use crate::model::{DoguPairs, InstalledDogu};
 use crate::observation::{DescriptorEntry, DescriptorLookup, ProvidedDependency};
 use crate::problem::Problem;
 
@@ -24,13 +24,13 @@ pub(crate) enum Validity {
     DescriptorsUnavailable(Problem),
 }
 
-/// `provided`: dependencies the platform provides without the dogu (feature flags); `installed`: the
-/// installed dogus by simple name.
+/// `provided`: dependencies the platform provides without the dogu (feature flags); `pairs`: the
+/// wanted dogus with their installed Dogu CRs.
 pub(crate) fn validate(
     effective: &EffectiveBlueprint,
     descriptors: &[DescriptorEntry],
     provided: &BTreeSet<ProvidedDependency>,
-    installed: &BTreeMap<&str, InstalledDogu<'_>>,
+    pairs: &DoguPairs<'_>,
 ) -> Validity {
     // The shell looks the descriptors up in the order of the wanted dogus: each is found at its dogu's
     // position. Only where that is not so (a recorded observation of another build, a test) are they
@@ -104,7 +104,7 @@ pub(crate) fn validate(
         ),
         Problem::wrap_all(
             "storage classes are invalid in effective blueprint",
-            wanted.iter().filter_map(|dogu| storage_class_problem(dogu, installed)).collect(),
+            pairs.wanted().filter_map(|(dogu, installed)| storage_class_problem(dogu, installed?)).collect(),
         ),
     ]
     .into_iter()
@@ -118,8 +118,7 @@ pub(crate) fn validate(
 
 /// A wanted dogu that is installed must want the storage class it was installed with: the class of a
 /// volume cannot change (absent and `""` differ: the cluster's default class, or none).
-fn storage_class_problem(dogu: &TargetDogu, installed: &BTreeMap<&str, InstalledDogu<'_>>) -> Option<Problem> {
-    let installed = installed.get(dogu.name.simple.as_str())?;
+fn storage_class_problem(dogu: &TargetDogu, installed: &InstalledDogu<'_>) -> Option<Problem> {
     let (wanted, actual) = (dogu.storage_class.as_deref(), installed.storage_class);
     if wanted == actual {
         return None;
