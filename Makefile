@@ -123,5 +123,8 @@ record-corpus:
 	RECORD_CORPUS=1 $(CARGO) test --locked --test main -- sandbox::e2e::on_the_emulator sandbox::e2e::faults
 	$(CARGO) run --quiet --locked -- replay tests/replay/*.jsonl
 
+## build: the release binary (what the image ships); says whether the recorded link order still names
+## its functions (a warning here, an error in CI: tools/link-order/check.sh)
 build:
 	$(CARGO) build --release --locked
+	@tools/link-order/check.sh target/release/blueprint-operator || echo "warning: the release binary is built, but not in the recorded link order (above)" >&2

@@ -34,3 +34,4 @@ awk -f tools/link-order/executed.awk "$work"/callgrind.* \
     | sort -k1,1nr -k2,2 \
     | awk '{ print $2 }' > tools/link-order/hot-functions.txt
 echo "$(wc -l < tools/link-order/hot-functions.txt) functions in tools/link-order/hot-functions.txt"
+tools/link-order/check.sh --record "$work/release-binary"
