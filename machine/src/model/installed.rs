@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Map, Value};
 
+use super::by_name::ByName;
 use super::{ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy};
 use crate::api;
 use crate::observation::UndecodableObject;
@@ -52,13 +53,13 @@ pub struct InstalledComponent<'o> {
 /// outlive one reconcile.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Installed<'o> {
-    pub dogus: BTreeMap<&'o str, InstalledDogu<'o>>,
+    pub dogus: ByName<'o, InstalledDogu<'o>>,
     pub components: BTreeMap<&'o str, InstalledComponent<'o>>,
     /// Objects that exist but could not be read, by `metadata.name`.
     pub unreadable_dogus: BTreeMap<&'o str, Problem>,
     pub unreadable_components: BTreeMap<&'o str, Problem>,
     /// Health of every Dogu CR by name, readable or not (health does not need the spec).
-    pub dogu_health: BTreeMap<&'o str, &'o str>,
+    pub dogu_health: ByName<'o, &'o str>,
     pub component_health: BTreeMap<&'o str, &'o str>,
 }
 
@@ -82,10 +83,8 @@ impl<'o> Installed<'o> {
                 _ => None,
             };
         }
-        // Read in name order, so that the maps are built in one pass from sorted lists: inserting a
-        // few hundred bytes per dogu one by one moved each B-tree node's entries again and again (at
-        // 5,000 dogus, a third of a steady reconcile). The objects come in any order; sorting
-        // references to them is cheap, and a list already in order is only walked.
+        // Read in name order, so that the lists are sorted already (see `ByName`). The objects come in
+        // any order; sorting references to them is cheap, and a list already in order is only walked.
         let mut in_order: Vec<(&str, &api::Dogu)> =
             dogus.iter().filter_map(|dogu| Some((dogu.metadata.name.as_deref()?, &**dogu))).collect();
         in_order.sort_by(|a, b| a.0.cmp(b.0));
@@ -100,9 +99,9 @@ impl<'o> Installed<'o> {
                 }
             }
         }
-        // Of two objects of one name (never from one cache), the later wins, as inserting did.
-        installed.dogus = readable.into_iter().collect();
-        installed.dogu_health = health.into_iter().collect();
+        // Of two objects of one name (never from one cache), the later wins.
+        installed.dogus = ByName::collect(readable);
+        installed.dogu_health = ByName::collect(health);
         for component in components {
             let Some(name) = component.metadata.name.as_deref() else { continue };
             let health = component.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default();

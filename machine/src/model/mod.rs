@@ -1,6 +1,7 @@
 //! Domain types: names, versions, quantities, the parsed blueprint and the installed state.
 
 pub(crate) mod blueprint;
+pub(crate) mod by_name;
 pub(crate) mod component_version;
 pub(crate) mod dogu_version;
 pub(crate) mod installed;

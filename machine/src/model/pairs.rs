@@ -27,10 +27,10 @@ impl<'a> DoguPairs<'a> {
                     let name = target.name.simple.as_str();
                     let found = loop {
                         match walk.peek() {
-                            Some((key, _)) if **key < name => {
+                            Some((key, _)) if *key < name => {
                                 walk.next();
                             }
-                            Some((key, dogu)) if **key == name => break Some(*dogu),
+                            Some((key, dogu)) if *key == name => break Some(*dogu),
                             _ => break None,
                         }
                     };
