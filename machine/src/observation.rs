@@ -77,8 +77,8 @@ pub struct Observation {
 }
 
 /// What a dogu without a config object of a kind has.
-static NO_CONFIG: ConfigObservation<String> = ConfigObservation::Missing;
-static NO_SENSITIVE_CONFIG: ConfigObservation<SecretDigest> = ConfigObservation::Missing;
+pub(crate) static NO_CONFIG: ConfigObservation<String> = ConfigObservation::Missing;
+pub(crate) static NO_SENSITIVE_CONFIG: ConfigObservation<SecretDigest> = ConfigObservation::Missing;
 
 impl Observation {
     /// The normal config object of `dogu` (`Missing` without one).

@@ -6,11 +6,13 @@ mod actions;
 mod status;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::api;
 use crate::config_format;
+use crate::model::by_name::InOrder;
 use crate::model::{DoguPairs, Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
 use crate::observation::{ConfigObservation, DebugModeObservation, Observation, SecretDigest};
 use crate::problem::Problem;
@@ -198,12 +200,15 @@ pub(crate) fn compute<'a>(
     }
     // While debug mode is active, the debug-mode operator owns the dogus' log levels (D51).
     let debugging = observation.debug_mode.as_ref().is_some_and(DebugModeObservation::active);
+    // The blueprint's dogus come in name order: their config objects are found in one walk.
+    let mut dogu_configs = InOrder::new(&observation.dogu_configs);
+    let mut sensitive_configs = InOrder::new(&observation.sensitive_configs);
     for (dogu, entries) in &config.dogus {
         let dogu = *dogu;
         let left_to_debug_mode = |key: &str| debugging && key == crate::naming::LOG_LEVEL_KEY;
         let mut normal = entries.iter().filter(|e| !e.sensitive && !left_to_debug_mode(e.key)).peekable();
         if normal.peek().is_some() {
-            let store = observation.dogu_config(dogu);
+            let store = dogu_configs.get(dogu).map_or(&crate::observation::NO_CONFIG, Arc::as_ref);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let entries = with_referenced(Some(dogu), normal, referenced);
@@ -218,7 +223,7 @@ pub(crate) fn compute<'a>(
         }
         let sensitive = entries.iter().filter(|e| e.sensitive);
         if entries.iter().any(|e| e.sensitive) {
-            let store = observation.sensitive_config(dogu);
+            let store = sensitive_configs.get(dogu).map_or(&crate::observation::NO_SENSITIVE_CONFIG, Arc::as_ref);
             match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();

@@ -4,6 +4,9 @@
 //! and dropping it. Lookups by name are few now (the dogus of the blueprint are paired with theirs in
 //! one walk, see `pairs`), so a sorted list serves.
 
+use std::collections::{BTreeMap, btree_map};
+use std::iter::Peekable;
+
 /// `(name, entry)` pairs, in name order, one per name.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ByName<'o, T> {
@@ -42,9 +45,42 @@ impl<'o, T> ByName<'o, T> {
     }
 }
 
+/// Looks names up in a map by walking on from the last name found: for names asked for in ascending
+/// order (a blueprint's dogus, from its own sorted map), each is found where the walk stands instead of
+/// by a search from the map's root (at 5,000 dogus the config objects' lookups were a tenth of a
+/// steady reconcile). A name asked for out of order is searched for as usual, so any order is right.
+pub(crate) struct InOrder<'m, V> {
+    map: &'m BTreeMap<String, V>,
+    walk: Peekable<btree_map::Iter<'m, String, V>>,
+    /// The last key the walk passed: every name not above it may lie behind the walk.
+    passed: Option<&'m str>,
+}
+
+impl<'m, V> InOrder<'m, V> {
+    pub(crate) fn new(map: &'m BTreeMap<String, V>) -> Self {
+        InOrder { map, walk: map.iter().peekable(), passed: None }
+    }
+
+    pub(crate) fn get(&mut self, name: &str) -> Option<&'m V> {
+        if self.passed.is_some_and(|passed| name <= passed) {
+            return self.map.get(name);
+        }
+        while let Some((key, _)) = self.walk.peek() {
+            if key.as_str() >= name {
+                break;
+            }
+            self.passed = Some(key.as_str());
+            self.walk.next();
+        }
+        self.walk.peek().filter(|(key, _)| key.as_str() == name).map(|(_, value)| *value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::ByName;
+    use std::collections::BTreeMap;
+
+    use super::{ByName, InOrder};
 
     #[test]
     fn entries_are_found_by_name_in_name_order_the_later_of_two_kept() {
@@ -55,5 +91,23 @@ mod tests {
         assert_eq!(by_name.get("bb"), None);
         assert_eq!(by_name.get(""), None);
         assert_eq!(ByName::<u8>::collect(Vec::new()).iter().count(), 0);
+    }
+
+    #[test]
+    fn names_asked_for_in_any_order_are_found_as_by_a_search() {
+        let map: BTreeMap<String, usize> =
+            ["b", "d", "f", "h"].iter().enumerate().map(|(i, k)| (k.to_string(), i)).collect();
+        let orders: [&[&str]; 4] = [
+            &["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+            &["h", "b", "f", "a", "d", "d", "i", "c"],
+            &["b", "b", "i", "h", "a"],
+            &[],
+        ];
+        for order in orders {
+            let mut in_order = InOrder::new(&map);
+            for name in order {
+                assert_eq!(in_order.get(name), map.get(*name), "{name} in {order:?}");
+            }
+        }
     }
 }
