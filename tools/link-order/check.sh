@@ -23,7 +23,7 @@ if $record; then
 fi
 recorded=$(cat "$dir/recorded-matches")
 if [ $((found * 10)) -lt $((recorded * 9)) ]; then
-    echo "link order: $binary has $found of the $recorded functions of tools/link-order/hot-functions.txt the recording found: the list is stale (a dependency or the toolchain changed the functions' names), and the binary's hot code is spread out again; run make link-order (about 35 minutes) and commit the list" >&2
+    echo "link order: $binary has $found of the $recorded functions of tools/link-order/hot-functions.txt the recording found: the list is stale (a dependency or the toolchain changed the functions' names), and the binary's hot code is spread out again; run make link-order (20 to 35 minutes) and commit the list" >&2
     exit 1
 fi
 echo "link order: $binary has $found of the $recorded recorded functions of tools/link-order/hot-functions.txt"
