@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::api;
 use crate::config_format;
-use crate::model::by_name::InOrder;
+use crate::model::by_name::in_order;
 use crate::model::{DoguPairs, Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
 use crate::observation::{ConfigObservation, DebugModeObservation, Observation, SecretDigest};
 use crate::problem::Problem;
@@ -164,10 +164,9 @@ pub(crate) fn compute<'a>(
             problems.push(problem.clone());
             continue;
         }
-        let installed = found;
-        let actions = dogu_actions(target, installed, diff.gateway);
+        let actions = dogu_actions(target, found, diff.gateway);
         if !actions.is_empty() {
-            diff.dogus.push(DoguChange { target, installed, actions });
+            diff.dogus.push(DoguChange { target, installed: found, actions });
         }
     }
     diff.dogus.sort_by(|a, b| a.name().cmp(b.name()));
@@ -201,8 +200,8 @@ pub(crate) fn compute<'a>(
     // While debug mode is active, the debug-mode operator owns the dogus' log levels (D51).
     let debugging = observation.debug_mode.as_ref().is_some_and(DebugModeObservation::active);
     // The blueprint's dogus come in name order: their config objects are found in one walk.
-    let mut dogu_configs = InOrder::new(&observation.dogu_configs);
-    let mut sensitive_configs = InOrder::new(&observation.sensitive_configs);
+    let mut dogu_configs = in_order(&observation.dogu_configs);
+    let mut sensitive_configs = in_order(&observation.sensitive_configs);
     for (dogu, entries) in &config.dogus {
         let dogu = *dogu;
         let left_to_debug_mode = |key: &str| debugging && key == crate::naming::LOG_LEVEL_KEY;

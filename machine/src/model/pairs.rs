@@ -16,30 +16,10 @@ pub(crate) struct DoguPairs<'a> {
 
 impl<'a> DoguPairs<'a> {
     pub(crate) fn pair(effective: &'a EffectiveBlueprint<'_>, installed: &'a Installed<'a>) -> Self {
-        let dogus = &effective.dogus;
-        let in_name_order = dogus.windows(2).all(|two| two[0].name.simple < two[1].name.simple);
-        let pairs = if in_name_order {
-            // Both lists are in name order: one walk through the installed dogus finds them all.
-            let mut walk = installed.dogus.iter().peekable();
-            dogus
-                .iter()
-                .map(|target| {
-                    let name = target.name.simple.as_str();
-                    let found = loop {
-                        match walk.peek() {
-                            Some((key, _)) if *key < name => {
-                                walk.next();
-                            }
-                            Some((key, dogu)) if *key == name => break Some(*dogu),
-                            _ => break None,
-                        }
-                    };
-                    (target, found)
-                })
-                .collect()
-        } else {
-            dogus.iter().map(|target| (target, installed.dogus.get(target.name.simple.as_str()))).collect()
-        };
+        // The blueprint's dogus are usually in name order, as the Dogu CRs are: one walk finds them.
+        let mut installed_dogus = installed.dogus.in_order();
+        let pairs =
+            effective.dogus.iter().map(|target| (target, installed_dogus.get(target.name.simple.as_str()))).collect();
         DoguPairs { pairs, installed }
     }
 
