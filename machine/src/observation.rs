@@ -77,8 +77,8 @@ pub struct Observation {
 }
 
 /// What a dogu without a config object of a kind has.
-pub(crate) static NO_CONFIG: ConfigObservation<String> = ConfigObservation::Missing;
-pub(crate) static NO_SENSITIVE_CONFIG: ConfigObservation<SecretDigest> = ConfigObservation::Missing;
+static NO_CONFIG: ConfigObservation<String> = ConfigObservation::Missing;
+static NO_SENSITIVE_CONFIG: ConfigObservation<SecretDigest> = ConfigObservation::Missing;
 
 impl Observation {
     /// The normal config object of `dogu` (`Missing` without one).
@@ -90,6 +90,27 @@ impl Observation {
     pub fn sensitive_config(&self, dogu: &str) -> &ConfigObservation<SecretDigest> {
         self.sensitive_configs.get(dogu).map_or(&NO_SENSITIVE_CONFIG, Arc::as_ref)
     }
+
+    /// [`Observation::dogu_config`] for dogus asked for in name order: found in one walk.
+    pub(crate) fn dogu_configs_in_order<'o>(&'o self) -> impl FnMut(&str) -> &'o ConfigObservation<String> + 'o {
+        configs_in_order(&self.dogu_configs, &NO_CONFIG)
+    }
+
+    /// [`Observation::sensitive_config`] for dogus asked for in name order: found in one walk.
+    pub(crate) fn sensitive_configs_in_order<'o>(
+        &'o self,
+    ) -> impl FnMut(&str) -> &'o ConfigObservation<SecretDigest> + 'o {
+        configs_in_order(&self.sensitive_configs, &NO_SENSITIVE_CONFIG)
+    }
+}
+
+/// The config objects of `configs` looked up in name order (see `InOrder`), `missing` without one.
+fn configs_in_order<'o, V>(
+    configs: &'o BTreeMap<String, Arc<ConfigObservation<V>>>,
+    missing: &'o ConfigObservation<V>,
+) -> impl FnMut(&str) -> &'o ConfigObservation<V> + 'o {
+    let mut configs = crate::model::by_name::in_order(configs);
+    move |dogu| configs.get(dogu).map_or(missing, Arc::as_ref)
 }
 
 /// An object that exists but does not fit its type.

@@ -6,13 +6,11 @@ mod actions;
 mod status;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::api;
 use crate::config_format;
-use crate::model::by_name::in_order;
 use crate::model::{DoguPairs, Installed, InstalledComponent, InstalledDogu, TargetComponent, TargetDogu};
 use crate::observation::{ConfigObservation, DebugModeObservation, Observation, SecretDigest};
 use crate::problem::Problem;
@@ -200,14 +198,14 @@ pub(crate) fn compute<'a>(
     // While debug mode is active, the debug-mode operator owns the dogus' log levels (D51).
     let debugging = observation.debug_mode.as_ref().is_some_and(DebugModeObservation::active);
     // The blueprint's dogus come in name order: their config objects are found in one walk.
-    let mut dogu_configs = in_order(&observation.dogu_configs);
-    let mut sensitive_configs = in_order(&observation.sensitive_configs);
+    let mut dogu_config = observation.dogu_configs_in_order();
+    let mut sensitive_config = observation.sensitive_configs_in_order();
     for (dogu, entries) in &config.dogus {
         let dogu = *dogu;
         let left_to_debug_mode = |key: &str| debugging && key == crate::naming::LOG_LEVEL_KEY;
         let mut normal = entries.iter().filter(|e| !e.sensitive && !left_to_debug_mode(e.key)).peekable();
         if normal.peek().is_some() {
-            let store = dogu_configs.get(dogu).map_or(&crate::observation::NO_CONFIG, Arc::as_ref);
+            let store = dogu_config(dogu);
             match readable(store, || format!("normal dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let entries = with_referenced(Some(dogu), normal, referenced);
@@ -222,7 +220,7 @@ pub(crate) fn compute<'a>(
         }
         let sensitive = entries.iter().filter(|e| e.sensitive);
         if entries.iter().any(|e| e.sensitive) {
-            let store = sensitive_configs.get(dogu).map_or(&crate::observation::NO_SENSITIVE_CONFIG, Arc::as_ref);
+            let store = sensitive_config(dogu);
             match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();
