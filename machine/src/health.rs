@@ -104,8 +104,7 @@ impl Health {
 /// upgrading), or it started before the last write of its config (the restart that write causes is
 /// due). A dogu whose CR cannot be read is not known to be at work.
 fn dogu_at_work(installed: &Installed<'_>, observation: &Observation, name: &str) -> bool {
-    let Some(dogu) = installed.dogus.get(name) else { return false };
-    dogu.installed_version.as_ref() != Some(&dogu.version) || crate::up_to_date::awaits_restart(dogu, observation)
+    installed.dogus.get(name).is_some_and(|dogu| !crate::up_to_date::runs_what_it_was_asked(dogu, observation))
 }
 
 /// The component operator is busy with this component: it does not run its CR's version yet. A

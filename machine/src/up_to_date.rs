@@ -10,22 +10,27 @@ use crate::observation::Observation;
 pub(crate) fn stale_dogus(pairs: &DoguPairs<'_>, observation: &Observation) -> Vec<String> {
     let mut stale: Vec<String> = pairs
         .wanted()
-        .filter(|(_, dogu)| {
-            let Some(dogu) = dogu else {
-                return true;
-            };
-            dogu.installed_version.as_ref() != Some(&dogu.version) || awaits_restart(dogu, observation)
-        })
+        .filter(|(_, dogu)| !dogu.is_some_and(|dogu| runs_what_it_was_asked(dogu, observation)))
         .map(|(target, _)| target.name.simple.clone())
         .collect();
     stale.sort();
     stale
 }
 
+/// Whether the dogu runs the version its Dogu CR asks for and started after its config was last written.
+pub(crate) fn runs_what_it_was_asked(dogu: &InstalledDogu<'_>, observation: &Observation) -> bool {
+    runs_its_version(dogu) && !awaits_restart(dogu, observation)
+}
+
+/// Whether the dogu runs the version its Dogu CR asks for.
+fn runs_its_version(dogu: &InstalledDogu<'_>) -> bool {
+    dogu.installed_version.as_ref() == Some(&dogu.version)
+}
+
 /// Whether the dogu started before the last write of its config (global, its own, its sensitive):
 /// the restart that write causes is still to come. A config object that does not exist has no time
 /// and makes nothing stale.
-pub(crate) fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation) -> bool {
+fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation) -> bool {
     let name = dogu.name.simple.as_str();
     let config_times = [
         observation.global_config.last_updated(),
@@ -37,7 +42,7 @@ pub(crate) fn awaits_restart(dogu: &InstalledDogu<'_>, observation: &Observation
 
 /// Whether every wanted dogu runs the version its Dogu CR asks for (config times aside).
 pub(crate) fn all_installed(pairs: &DoguPairs<'_>) -> bool {
-    pairs.wanted().all(|(_, dogu)| dogu.is_some_and(|d| d.installed_version.as_ref() == Some(&d.version)))
+    pairs.wanted().all(|(_, dogu)| dogu.is_some_and(runs_its_version))
 }
 
 /// A dogu that never reported a start is older than any config write. The API server records write
