@@ -160,6 +160,29 @@ fn kept_reading(observation: &Observation) -> blueprint_machine::Reading<'_> {
     reading
 }
 
+/// The Dogu CRs' readings a steady reconcile of the controller decides with: its objects are those of
+/// its last reconcile (src/reconcile/kept_dogu_readings.rs).
+fn kept_dogu_readings(observation: &Observation) -> blueprint_machine::DoguReadings {
+    let readings = blueprint_machine::DoguReadings::of(&observation.dogus, Default::default());
+    assert!(readings.is_of(&observation.dogus));
+    let decision = blueprint_machine::reconcile_kept(None, &readings, observation);
+    assert_eq!(decision, blueprint_machine::reconcile(observation), "kept readings decide the same");
+    readings
+}
+
+/// A reconcile as the controller decides it: the Dogu CRs' readings brought up to date from the kept
+/// ones (here: all the same objects), the decision made with them, and kept for the next.
+fn decide_kept(
+    reading: &blueprint_machine::Reading<'_>,
+    dogus: &mut blueprint_machine::DoguReadings,
+    observation: &Observation,
+) -> blueprint_machine::Decision {
+    let readings = blueprint_machine::DoguReadings::of(&observation.dogus, std::mem::take(dogus));
+    let decision = blueprint_machine::reconcile_kept(Some(reading), &readings, observation);
+    *dogus = readings;
+    decision
+}
+
 fn budget(c: &mut Criterion) {
     let mut group = c.benchmark_group("reconcile/30-dogus-200-keys");
     for (name, observation) in situations(BUDGET) {
@@ -168,6 +191,11 @@ fn budget(c: &mut Criterion) {
             let reading = kept_reading(&observation);
             group.bench_function("steady-state-reading-kept", |b| {
                 b.iter(|| blueprint_machine::reconcile_read(Some(&reading), std::hint::black_box(&observation)))
+            });
+            // What the controller decides with: the Blueprint's reading and the Dogu CRs' kept.
+            let mut kept = kept_dogu_readings(&observation);
+            group.bench_function("steady-state-dogus-kept", |b| {
+                b.iter(|| decide_kept(&reading, &mut kept, std::hint::black_box(&observation)))
             });
         }
     }
@@ -194,6 +222,12 @@ fn series(c: &mut Criterion) {
                     |b, observation| {
                         b.iter(|| blueprint_machine::reconcile_read(Some(&reading), std::hint::black_box(observation)))
                     },
+                );
+                let mut kept = kept_dogu_readings(&observation);
+                group.bench_with_input(
+                    BenchmarkId::new("steady-state-dogus-kept", dogus),
+                    &observation,
+                    |b, observation| b.iter(|| decide_kept(&reading, &mut kept, std::hint::black_box(observation))),
                 );
             }
         }

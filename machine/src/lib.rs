@@ -46,9 +46,10 @@ mod up_to_date;
 mod validation;
 
 pub use decision::{Action, ApplyFailure, Decision, Event, EventType, FailureKind, Operation, Requeue, Stage, State};
+pub use model::DoguReadings;
 pub use observation::Observation;
 pub use reading::Reading;
-pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_read, record_failure};
+pub use reconcile::{StatusWriteResult, after_status_write, reconcile, reconcile_kept, reconcile_read, record_failure};
 pub use status_size::{OBJECT_LIMIT, STATUS_PARTS_LIMIT, size as json_len};
 
 /// Whether `text` is a version the operator can run as (`OPERATOR_VERSION`: a semantic version, read

@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use blueprint_machine::api::Blueprint;
 
 use super::backoff::BackoffTracker;
-use super::{HandledRequests, InFlight, KeptReadings, OwnStatusWrites};
+use super::{HandledRequests, InFlight, KeptDoguReadings, KeptReadings, OwnStatusWrites};
 use crate::caches::{CachesStopped, Stores};
 use crate::descriptors::DescriptorSource;
 use crate::identity::OperatorIdentity;
@@ -62,6 +62,8 @@ pub struct Context {
     pub handled_requests: HandledRequests,
     /// Each Blueprint's reading, kept while the Blueprint and the masks are unchanged.
     pub readings: KeptReadings,
+    /// The Dogu CRs' readings, each kept while its object is unchanged.
+    pub dogu_readings: KeptDoguReadings,
     /// The Blueprint as this process last wrote it, with the `resourceVersion` it had before: until the
     /// cache shows the write, the written object is what is observed (read-your-writes). Slimmed like
     /// the cached objects, and dropped once the cache has moved on.
@@ -97,6 +99,7 @@ impl Context {
             own_status_writes: OwnStatusWrites::default(),
             handled_requests: HandledRequests::default(),
             readings: KeptReadings::default(),
+            dogu_readings: KeptDoguReadings::default(),
             written: Mutex::new(HashMap::new()),
             clock: Box::new(Timestamp::now),
         }

@@ -2,7 +2,7 @@
 //!
 //! 1. **observe** (`observe`): the Blueprint (or what this process wrote of it), the caches, the
 //!    referenced Secrets as digests, the dogu descriptors, the clock → an `Observation`;
-//! 2. **decide**: `blueprint_machine::reconcile_read`;
+//! 2. **decide**: `blueprint_machine::reconcile_kept`, with the readings kept from the last reconcile;
 //! 3. **execute** (`execute`): the actions in order, until one fails (`record_failure` then decides);
 //! 4. **write the status** (`write_status`): once, only if it changed;
 //! 5. **publish** the events (`publish`), only after that write succeeded;
@@ -15,6 +15,7 @@ pub mod backoff;
 mod context;
 mod execute;
 mod in_flight;
+mod kept_dogu_readings;
 mod kept_reading;
 mod observe;
 mod own_writes;
@@ -29,6 +30,7 @@ use blueprint_machine::StatusWriteResult;
 
 pub use context::{CACHE_WAIT, Context, ObserveError};
 pub use in_flight::InFlight;
+pub use kept_dogu_readings::KeptDoguReadings;
 pub use kept_reading::{KeptReading, KeptReadings};
 pub use own_writes::OwnStatusWrites;
 pub use requests::{HandledRequests, requested_at};
@@ -56,7 +58,9 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
         Err(error) => return could_not_observe(context, name, error),
     };
     // 2. Decide.
-    let decision = blueprint_machine::reconcile_read(reading, &observation);
+    let dogu_readings = context.dogu_readings.read(&observation.dogus);
+    let decision = blueprint_machine::reconcile_kept(reading, &dogu_readings, &observation);
+    context.dogu_readings.keep(dogu_readings);
     // 3. Execute.
     let executed = execute::execute(context, &observation, &decision).await;
     let outcome = executed.after_failure.as_ref().unwrap_or(&decision);

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Map, Value};
 
 use super::by_name::ByName;
+use super::dogu_readings::DoguReadings;
 use super::{ComponentName, ComponentVersion, DoguName, DoguVersion, Mount, Quantity, ReverseProxy};
 use crate::api;
 use crate::observation::UndecodableObject;
@@ -24,19 +25,48 @@ pub(crate) const DEFAULT_VOLUME_SIZE: &str = "2Gi";
 static DEFAULT_VOLUME: std::sync::LazyLock<Quantity> =
     std::sync::LazyLock::new(|| Quantity::parse(DEFAULT_VOLUME_SIZE).expect("the default size parses"));
 
+/// What a Dogu CR's spec and status say, parsed and checked: a function of the object alone, so the
+/// controller keeps it while the object is the same (see [`DoguReadings`]). Owns what it parsed; what
+/// a reconcile reads as it is (health, start time, storage class) it borrows from the object instead,
+/// see [`InstalledDogu`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct InstalledDogu<'o> {
+pub struct DoguReading {
     pub name: DoguName,
     pub version: DoguVersion,
     pub installed_version: Option<DoguVersion>,
-    pub health: &'o str,
-    pub started_at: Option<&'o Time>,
     pub min_volume_size: Quantity,
-    /// `spec.resources.storageClassName` as the CR has it (`None` = the cluster's default class).
-    pub storage_class: Option<&'o str>,
     pub reverse_proxy: ReverseProxy,
     pub mounts: Vec<Mount>,
     pub paused: bool,
+}
+
+/// A readable Dogu CR as one reconcile sees it: its reading, and what it borrows from the object.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InstalledDogu<'o> {
+    reading: &'o DoguReading,
+    pub health: &'o str,
+    pub started_at: Option<&'o Time>,
+    /// `spec.resources.storageClassName` as the CR has it (`None` = the cluster's default class).
+    pub storage_class: Option<&'o str>,
+}
+
+impl std::ops::Deref for InstalledDogu<'_> {
+    type Target = DoguReading;
+
+    fn deref(&self) -> &DoguReading {
+        self.reading
+    }
+}
+
+impl<'o> InstalledDogu<'o> {
+    fn of(reading: &'o DoguReading, dogu: &'o api::Dogu) -> Self {
+        InstalledDogu {
+            reading,
+            health: health_of(dogu),
+            started_at: dogu.status.as_ref().and_then(|s| s.started_at.as_ref()),
+            storage_class: dogu.spec.resources.as_ref().and_then(|r| r.storage_class_name.as_deref()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -64,8 +94,11 @@ pub(crate) struct Installed<'o> {
 }
 
 impl<'o> Installed<'o> {
+    /// What the observed objects say; the Dogu CRs as `dogus` read them (readings of `objects`, see
+    /// [`DoguReadings::is_of`]).
     pub(crate) fn read(
-        dogus: &'o [Arc<api::Dogu>],
+        objects: &'o [Arc<api::Dogu>],
+        dogus: &'o DoguReadings,
         components: &'o [Arc<api::Component>],
         undecodable: &'o [UndecodableObject],
     ) -> Self {
@@ -83,19 +116,17 @@ impl<'o> Installed<'o> {
                 _ => None,
             };
         }
-        // Read in name order, so that the lists are sorted already (see `ByName`). The objects come in
-        // any order; sorting references to them is cheap, and a list already in order is only walked.
-        let mut in_order: Vec<(&str, &api::Dogu)> =
-            dogus.iter().filter_map(|dogu| Some((dogu.metadata.name.as_deref()?, &**dogu))).collect();
-        in_order.sort_by(|a, b| a.0.cmp(b.0));
-        let mut readable = Vec::with_capacity(in_order.len());
-        let mut health = Vec::with_capacity(in_order.len());
-        for (name, dogu) in in_order {
-            health.push((name, dogu.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default()));
-            match InstalledDogu::read(name, dogu) {
+        // The readings are in name order, so the lists are sorted already (see `ByName`).
+        let mut readable = Vec::with_capacity(dogus.len());
+        let mut health = Vec::with_capacity(dogus.len());
+        for (dogu, reading) in dogus.of_objects(objects) {
+            let name = dogu.metadata.name.as_deref().unwrap_or_default();
+            let installed_dogu = reading.map(|reading| InstalledDogu::of(reading, dogu));
+            health.push((name, health_of(dogu)));
+            match installed_dogu {
                 Ok(d) => readable.push((name, d)),
-                Err(p) => {
-                    installed.unreadable_dogus.insert(name, p);
+                Err(problem) => {
+                    installed.unreadable_dogus.insert(name, problem.clone());
                 }
             }
         }
@@ -119,8 +150,9 @@ impl<'o> Installed<'o> {
     }
 }
 
-impl<'o> InstalledDogu<'o> {
-    fn read(object_name: &str, dogu: &'o api::Dogu) -> Result<Self, Problem> {
+impl DoguReading {
+    /// Reads the Dogu CR named `object_name`.
+    pub(crate) fn read(object_name: &str, dogu: &api::Dogu) -> Result<Self, Problem> {
         let unreadable = |cause: Problem| Problem::wrap(format!("cannot read dogu CR \"{object_name}\""), vec![cause]);
         let spec = &dogu.spec;
         let name = DoguName::parse(&spec.name).map_err(unreadable)?;
@@ -171,19 +203,21 @@ impl<'o> InstalledDogu<'o> {
                 subfolder: m.subfolder.clone().unwrap_or_default(),
             })
             .collect();
-        Ok(InstalledDogu {
+        Ok(DoguReading {
             name,
             version,
             installed_version,
-            health: status.and_then(|s| s.health.as_deref()).unwrap_or_default(),
-            started_at: status.and_then(|s| s.started_at.as_ref()),
             min_volume_size,
-            storage_class: resources.and_then(|r| r.storage_class_name.as_deref()),
             reverse_proxy,
             mounts,
             paused: spec.pause_reconciliation.unwrap_or(false),
         })
     }
+}
+
+/// A Dogu CR's `status.health` (empty without one): read from any object, readable or not.
+fn health_of(dogu: &api::Dogu) -> &str {
+    dogu.status.as_ref().and_then(|s| s.health.as_deref()).unwrap_or_default()
 }
 
 impl<'o> InstalledComponent<'o> {

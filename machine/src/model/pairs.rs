@@ -55,7 +55,8 @@ mod tests {
         let read = reading.result.as_ref().expect("the blueprint reads");
         let crs: Vec<_> =
             installed.iter().map(|n| Arc::new(fixtures::dogu_cr(&format!("official/{n}"), "1.0.0"))).collect();
-        let installed = Installed::read(&crs, &[], &[]);
+        let readings = crate::DoguReadings::of(&crs, Default::default());
+        let installed = Installed::read(&crs, &readings, &[], &[]);
         let pairs = DoguPairs::pair(&read.effective, &installed);
         pairs.all().map(|(target, dogu)| (target.name.simple.clone(), dogu.map(|d| d.name.simple.clone()))).collect()
     }

@@ -19,7 +19,7 @@ use crate::conditions::Conditions;
 use crate::decision::{Action, Decision, Requeue, State};
 use crate::diff;
 use crate::health::Health;
-use crate::model::{DoguPairs, Installed};
+use crate::model::{DoguPairs, DoguReadings, Installed};
 use crate::observation::Observation;
 use crate::reading::{Published, Reading};
 use crate::references;
@@ -40,6 +40,13 @@ pub fn reconcile(observation: &Observation) -> Decision {
 /// to know what to observe, and decides with the same reading. A reading of another object than the
 /// observation's Blueprint is not used (the observation's is read instead).
 pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) -> Decision {
+    reconcile_kept(reading, &DoguReadings::default(), observation)
+}
+
+/// Decides one reconcile with what the controller kept from the last: the Blueprint's reading (see
+/// [`reconcile_read`]) and the readings of the Dogu CRs (see [`DoguReadings`]), which must be of the
+/// observation's very objects to be used (else the observation's are read).
+pub fn reconcile_kept(reading: Option<&Reading<'_>>, dogus: &DoguReadings, observation: &Observation) -> Decision {
     let Some(blueprint) = observation.blueprint.as_deref() else {
         return Decision {
             state: State::NoBlueprint,
@@ -58,13 +65,20 @@ pub fn reconcile_read(reading: Option<&Reading<'_>>, observation: &Observation) 
             &own
         }
     };
+    let own_dogus;
+    let dogus = if dogus.is_of(&observation.dogus) {
+        dogus
+    } else {
+        own_dogus = DoguReadings::of(&observation.dogus, DoguReadings::default());
+        &own_dogus
+    };
     let mut run = Run::new(observation, blueprint);
     run.handle_request();
     let (state, requeue) = if observation.blueprint_count > 1 {
         // Which one would win is not ours to guess: touch nothing, and say so on every Blueprint.
         run.multiple_blueprints()
     } else {
-        run.evaluate(reading)
+        run.evaluate(reading, dogus)
     };
     run.finish(state, requeue)
 }
@@ -118,7 +132,7 @@ impl<'o> Run<'o> {
     }
 
     /// The reconcile of one Blueprint, top to bottom.
-    fn evaluate(&mut self, reading: &Reading<'o>) -> (State, Requeue) {
+    fn evaluate(&mut self, reading: &Reading<'o>, dogus: &DoguReadings) -> (State, Requeue) {
         let observation = self.observation;
         let read = match &reading.result {
             Ok(read) => read,
@@ -133,7 +147,7 @@ impl<'o> Run<'o> {
         }
 
         // What is observed: validity, health, the diff, and what blocks applying it.
-        let installed = Installed::read(&observation.dogus, &observation.components, &observation.undecodable);
+        let installed = Installed::read(&observation.dogus, dogus, &observation.components, &observation.undecodable);
         let pairs = DoguPairs::pair(effective, &installed);
         let validity =
             dynamic::validate(effective, &observation.descriptors, &observation.operator.provided_dependencies, &pairs);

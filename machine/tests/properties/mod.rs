@@ -15,7 +15,7 @@ use std::sync::Arc;
 use blueprint_machine::api::BlueprintManifest;
 
 use blueprint_machine::decision::{Decision, Operation};
-use blueprint_machine::{Observation, State};
+use blueprint_machine::{DoguReadings, Observation, State};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -218,6 +218,34 @@ proptest! {
                 &blueprint_machine::reconcile_read(Some(&kept), &changed)
             );
             prop_assert_eq!(&first, &blueprint_machine::reconcile_read(Some(&kept), &observation));
+
+            // It keeps the Dogu CRs' readings too, of the very objects: readings kept from this
+            // observation decide as fresh ones do, also after some of its objects were replaced
+            // (another health, another installed version) or went, and readings of other objects
+            // are not used.
+            let dogus = DoguReadings::of(&observation.dogus, DoguReadings::default());
+            prop_assert_eq!(&first, &blueprint_machine::reconcile_kept(Some(&kept), &dogus, &observation));
+            let mut changed = observation.clone();
+            for (i, dogu) in changed.dogus.iter_mut().enumerate() {
+                let mut replaced = (**dogu).clone();
+                match i % 3 {
+                    0 => continue,
+                    // Being installed again: its health and what the status says is installed.
+                    1 => {
+                        let status = replaced.status.get_or_insert_with(Default::default);
+                        let available = status.health.as_deref() == Some("available");
+                        status.health = Some(if available { "unavailable" } else { "available" }.into());
+                        status.installed_version = None;
+                    }
+                    _ => replaced.spec.pause_reconciliation = Some(!replaced.spec.pause_reconciliation.unwrap_or(false)),
+                }
+                *dogu = Arc::new(replaced);
+            }
+            changed.dogus.pop();
+            let fresh = blueprint_machine::reconcile(&changed);
+            prop_assert_eq!(&fresh, &blueprint_machine::reconcile_kept(Some(&kept), &dogus, &changed), "stale readings");
+            let dogus = DoguReadings::of(&changed.dogus, dogus);
+            prop_assert_eq!(&fresh, &blueprint_machine::reconcile_kept(Some(&kept), &dogus, &changed));
         }
     }
 
