@@ -224,9 +224,10 @@ pub(crate) fn compute<'a>(
             match readable(store, || format!("sensitive dogu config of \"{dogu}\"")) {
                 Ok(actual) => {
                     let mut changes = Vec::new();
+                    let mut actual = actual.map(crate::model::by_name::in_order);
                     for entry in sensitive {
                         let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
-                        let current = actual.and_then(|a| a.get(key));
+                        let current = actual.as_mut().and_then(|a| a.get(key));
                         if entry.absent {
                             if current.is_some() {
                                 changes.push(SensitiveChange {
@@ -306,10 +307,12 @@ fn value_changes<'a, 'd>(
     from_secret: impl Fn(&'a str) -> Option<&'d SecretDigest>,
 ) -> Vec<ConfigChange> {
     let mut changes = Vec::new();
+    // Entries in key order are found in one walk through the object's keys, others by a search.
+    let mut actual = actual.map(crate::model::by_name::in_order);
     for entry in entries {
         let key = config_format::normalize_key(entry.key).unwrap_or(entry.key);
         let hidden = store.from_secret(key);
-        let plain = actual.and_then(|a| a.get(key));
+        let plain = actual.as_mut().and_then(|a| a.get(key));
         // What the diff shows of the current value (built only for a change: this runs for every key).
         let shown = |secret_source: bool| match (plain, hidden) {
             (Some(value), None) if !secret_source => Some(ConfigValueView::Plain(value.clone())),

@@ -79,14 +79,18 @@ where
         if self.passed.is_some_and(|passed| name <= passed) {
             return (self.search)(name);
         }
-        while let Some((key, _)) = self.walk.peek() {
-            if *key >= name {
-                break;
+        // One comparison per key passed (a name found compares once, not twice).
+        while let Some(&(key, value)) = self.walk.peek() {
+            match key.cmp(name) {
+                std::cmp::Ordering::Less => {
+                    self.passed = Some(key);
+                    self.walk.next();
+                }
+                std::cmp::Ordering::Equal => return Some(value),
+                std::cmp::Ordering::Greater => return None,
             }
-            self.passed = Some(*key);
-            self.walk.next();
         }
-        self.walk.peek().filter(|(key, _)| *key == name).map(|(_, value)| *value)
+        None
     }
 }
 

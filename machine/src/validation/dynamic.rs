@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::effective::EffectiveBlueprint;
+use crate::model::by_name::ByName;
 use crate::model::{DoguDescriptor, TargetDogu, VersionConstraint};
 use crate::model::{DoguPairs, InstalledDogu};
 use crate::observation::{DescriptorEntry, DescriptorLookup, ProvidedDependency};
@@ -88,8 +89,9 @@ pub(crate) fn validate(
         return Validity::DescriptorsUnavailable(problem);
     }
 
-    // Every dogu's dependencies are looked up by name: a map keeps that linear in the blueprint.
-    let by_name: BTreeMap<&str, &TargetDogu> = wanted.iter().map(|w| (w.name.simple.as_str(), *w)).collect();
+    // Every dogu's dependencies are looked up by name: a sorted list keeps that linear in the blueprint
+    // (the wanted dogus are mostly in name order already, which the sort only walks).
+    let by_name = ByName::collect(wanted.iter().map(|w| (w.name.simple.as_str(), *w)).collect());
     let problems: Vec<Problem> = [
         Problem::wrap_all(
             "dependencies are not satisfied in effective blueprint",
@@ -142,7 +144,7 @@ fn storage_class_problem(dogu: &TargetDogu, installed: &InstalledDogu<'_>) -> Op
 fn dependency_problems(
     dogu: &TargetDogu,
     descriptor: &DoguDescriptor,
-    wanted: &BTreeMap<&str, &TargetDogu>,
+    wanted: &ByName<'_, &TargetDogu>,
     provided: &BTreeSet<ProvidedDependency>,
 ) -> Option<Problem> {
     let mut problems = Vec::new();
@@ -175,6 +177,10 @@ fn dependency_problems(
             ))),
             Ok(_) => {}
         }
+    }
+    if problems.is_empty() {
+        // Not formatted for the many dogus whose dependencies are satisfied (every reconcile).
+        return None;
     }
     Problem::wrap_all(format!("dependencies for dogu '{}' are not satisfied in blueprint", dogu.name), problems)
 }
