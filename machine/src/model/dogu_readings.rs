@@ -14,22 +14,24 @@ use super::installed::DoguReading;
 use crate::api::Dogu;
 use crate::problem::Problem;
 
-/// The readings of a list of Dogu CRs, in name order.
+/// The readings of a list of Dogu CRs.
 #[derive(Debug, Default)]
 pub struct DoguReadings {
+    /// One per object, in the list's order.
     entries: Vec<Entry>,
+    /// The places of the objects with a name, in name order (of two of one name, the later last).
+    order: Vec<usize>,
 }
 
 #[derive(Debug)]
 struct Entry {
-    /// Where the object is in the list these are the readings of.
-    at: usize,
     /// The object read. A weak reference keeps its allocation, so no other object can take its
     /// address while the entry lives, but not the object's contents: an object the cache replaced is
     /// freed but for its top-level struct (no copy of a changed object's strings stays behind).
     object: Weak<Dogu>,
-    /// Boxed: a kept entry moves into the next reconcile's list, and a reading is a few hundred bytes.
-    reading: Result<Box<DoguReading>, Unreadable>,
+    /// `None` for an object without a name (it is not read). Boxed: an entry may move into the next
+    /// reconcile's list, and a reading is a few hundred bytes.
+    reading: Option<Result<Box<DoguReading>, Unreadable>>,
 }
 
 /// Why an object could not be read, with its name (a reading has its own).
@@ -40,11 +42,11 @@ struct Unreadable {
 }
 
 impl Entry {
-    fn name(&self) -> &str {
-        match &self.reading {
-            Ok(reading) => &reading.name.simple,
-            Err(unreadable) => &unreadable.name,
-        }
+    fn read(object: &Arc<Dogu>) -> Entry {
+        let reading = object.metadata.name.as_deref().map(|name| {
+            DoguReading::read(name, object).map(Box::new).map_err(|problem| Unreadable { name: name.into(), problem })
+        });
+        Entry { object: Arc::downgrade(object), reading }
     }
 
     fn is_of(&self, object: &Arc<Dogu>) -> bool {
@@ -53,59 +55,83 @@ impl Entry {
 }
 
 impl DoguReadings {
-    /// The readings of `objects` (objects without a name have none): a reading of `kept` whose
-    /// object is one of them, the very same, is used again; the others are read.
-    pub fn of(objects: &[Arc<Dogu>], kept: DoguReadings) -> DoguReadings {
-        let mut in_order: Vec<(usize, &str)> = objects
-            .iter()
-            .enumerate()
-            .filter_map(|(at, object)| Some((at, object.metadata.name.as_deref()?)))
-            .collect();
-        // Stable: of two objects of one name, the later stays later (it wins, see `Installed`).
-        in_order.sort_by(|a, b| a.1.cmp(b.1));
-        let mut kept = kept.entries.into_iter().peekable();
-        let entries = in_order
-            .into_iter()
-            .map(|(at, name)| {
-                let object = &objects[at];
-                // The kept entries are in name order too: walk them alongside.
-                while kept.next_if(|entry| entry.name() < name).is_some() {}
-                match kept.next_if(|entry| entry.name() == name && entry.is_of(object)) {
-                    Some(entry) => Entry { at, ..entry },
-                    None => Entry { at, object: Arc::downgrade(object), reading: read(name, object) },
+    /// The readings of `objects`: a reading of `kept` whose object is one of them, the very same, is
+    /// used again; the others are read.
+    pub fn of(objects: &[Arc<Dogu>], mut kept: DoguReadings) -> DoguReadings {
+        if kept.entries.len() == objects.len() {
+            // The cache lists its objects in the same places from one reconcile to the next while none
+            // is added or removed: an object replaced in its place is read, the others are kept where
+            // they are (a comparison of addresses each).
+            let mut same_names = true;
+            for (entry, object) in kept.entries.iter_mut().zip(objects) {
+                if !entry.is_of(object) {
+                    let read = Entry::read(object);
+                    same_names &= name(&read) == name(entry);
+                    *entry = read;
                 }
-            })
-            .collect();
-        DoguReadings { entries }
+            }
+            if !same_names {
+                kept.order = name_order(objects);
+            }
+            return kept;
+        }
+        // Objects added or gone: each kept reading is looked for by its object's name, both in name
+        // order, in one walk.
+        let order = name_order(objects);
+        let mut slots: Vec<Option<Entry>> = kept.entries.into_iter().map(Some).collect();
+        let mut kept_in_order = kept.order.iter().filter_map(|&at| slots[at].take()).peekable();
+        let mut entries: Vec<Option<Entry>> = std::iter::repeat_with(|| None).take(objects.len()).collect();
+        for &at in &order {
+            let object = &objects[at];
+            let wanted = object.metadata.name.as_deref();
+            while kept_in_order.next_if(|entry| name(entry) < wanted).is_some() {}
+            let reused = kept_in_order.next_if(|entry| name(entry) == wanted && entry.is_of(object));
+            entries[at] = Some(reused.unwrap_or_else(|| Entry::read(object)));
+        }
+        let entries =
+            entries.into_iter().zip(objects).map(|(entry, object)| entry.unwrap_or_else(|| Entry::read(object)));
+        DoguReadings { entries: entries.collect(), order }
     }
 
-    /// Whether these are the readings of `objects`, each of the very object there.
+    /// Whether these are the readings of `objects`, each of the very object in its place.
     pub fn is_of(&self, objects: &[Arc<Dogu>]) -> bool {
-        let named = objects.iter().filter(|object| object.metadata.name.is_some()).count();
-        // Each entry names a different place: as many entries as named objects cover them all.
-        self.entries.len() == named
-            && self.entries.iter().all(|entry| objects.get(entry.at).is_some_and(|object| entry.is_of(object)))
+        self.entries.len() == objects.len()
+            && self.entries.iter().zip(objects).all(|(entry, object)| entry.is_of(object))
     }
 
-    /// How many objects were read.
+    /// How many objects were read (those with a name).
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.order.len()
     }
 
-    /// Each object of `objects` (those these are the readings of) with its reading, in name order.
+    /// Each object of `objects` (those these are the readings of) that has a name, with its reading,
+    /// in name order.
     pub(crate) fn of_objects<'o>(
         &'o self,
         objects: &'o [Arc<Dogu>],
     ) -> impl Iterator<Item = (&'o Dogu, Result<&'o DoguReading, &'o Problem>)> + 'o {
-        self.entries.iter().map(|entry| {
-            let reading = entry.reading.as_deref().map_err(|unreadable| &unreadable.problem);
-            (&*objects[entry.at], reading)
+        self.order.iter().filter_map(|&at| {
+            let reading = self.entries[at].reading.as_ref()?.as_deref().map_err(|unreadable| &unreadable.problem);
+            Some((&*objects[at], reading))
         })
     }
 }
 
-fn read(name: &str, object: &Dogu) -> Result<Box<DoguReading>, Unreadable> {
-    DoguReading::read(name, object).map(Box::new).map_err(|problem| Unreadable { name: name.into(), problem })
+/// The name of the object an entry read (`None`: it has none).
+fn name(entry: &Entry) -> Option<&str> {
+    match entry.reading.as_ref()? {
+        // A reading is of the object of its name.
+        Ok(reading) => Some(&reading.name.simple),
+        Err(unreadable) => Some(&unreadable.name),
+    }
+}
+
+/// The places of the objects with a name, in name order (stable: of two of one name, the later last).
+fn name_order(objects: &[Arc<Dogu>]) -> Vec<usize> {
+    let mut named: Vec<(usize, &str)> = Vec::with_capacity(objects.len());
+    named.extend(objects.iter().enumerate().filter_map(|(at, object)| Some((at, object.metadata.name.as_deref()?))));
+    named.sort_by(|a, b| a.1.cmp(b.1));
+    named.into_iter().map(|(at, _)| at).collect()
 }
 
 #[cfg(test)]
@@ -129,8 +155,11 @@ mod tests {
     }
 
     fn reading_of<'r>(readings: &'r DoguReadings, name: &str) -> &'r DoguReading {
-        let entry = readings.entries.iter().find(|e| e.name() == name).expect("read");
-        entry.reading.as_deref().expect("readable")
+        let entry = readings.entries.iter().find(|e| super::name(e) == Some(name)).expect("read");
+        match &entry.reading {
+            Some(Ok(reading)) => reading,
+            _ => panic!("{name} is not readable"),
+        }
     }
 
     #[test]
@@ -147,16 +176,35 @@ mod tests {
         let objects = vec![dogu("cas", "7.0.8-1"), dogu("ldap", "2.6.8-1"), dogu("redmine", "5.1.3-1")];
         let first = DoguReadings::of(&objects, DoguReadings::default());
         let kept_cas: *const DoguReading = reading_of(&first, "cas");
+        let kept_ldap: *const DoguReading = reading_of(&first, "ldap");
         let kept_redmine: *const DoguReading = reading_of(&first, "redmine");
 
-        // ldap replaced (a new version), redmine gone, postfix new; the list in another order.
-        let changed = vec![dogu("postfix", "3.9.0-1"), dogu("ldap", "2.6.8-2"), Arc::clone(&objects[0])];
-        let second = DoguReadings::of(&changed, first);
-        assert!(second.is_of(&changed));
+        // ldap replaced in its place (a new version): only it is read again.
+        let replaced = vec![Arc::clone(&objects[0]), dogu("ldap", "2.6.8-2"), Arc::clone(&objects[2])];
+        let second = DoguReadings::of(&replaced, first);
+        assert!(second.is_of(&replaced));
         assert!(std::ptr::eq(kept_cas, reading_of(&second, "cas")), "the same object: its reading kept");
-        let expected = [("cas", "7.0.8-1"), ("ldap", "2.6.8-2"), ("postfix", "3.9.0-1")];
-        assert_eq!(read(&second, &changed), expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
-        assert!(!second.entries.iter().any(|e| std::ptr::eq(kept_redmine, &**e.reading.as_ref().unwrap())));
+        assert!(std::ptr::eq(kept_redmine, reading_of(&second, "redmine")));
+        assert!(!std::ptr::eq(kept_ldap, reading_of(&second, "ldap")));
+        let expected = [("cas", "7.0.8-1"), ("ldap", "2.6.8-2"), ("redmine", "5.1.3-1")];
+        assert_eq!(read(&second, &replaced), expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
+
+        // redmine gone, postfix new, the list in another order: cas is found by its name.
+        let changed =
+            vec![dogu("postfix", "3.9.0-1"), Arc::clone(&replaced[0]), dogu("ldap", "2.6.8-3"), dogu("a", "1.0.0-1")];
+        let third = DoguReadings::of(&changed, second);
+        assert!(third.is_of(&changed));
+        assert!(std::ptr::eq(kept_cas, reading_of(&third, "cas")), "found by its name");
+        let expected = [("a", "1.0.0-1"), ("cas", "7.0.8-1"), ("ldap", "2.6.8-3"), ("postfix", "3.9.0-1")];
+        assert_eq!(read(&third, &changed), expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
+
+        // A name changed in its place (one object gone, another added where it was): the name order
+        // is worked out again.
+        let renamed =
+            vec![Arc::clone(&changed[0]), Arc::clone(&changed[1]), Arc::clone(&changed[2]), dogu("zammad", "6.0.0-1")];
+        let fourth = DoguReadings::of(&renamed, third);
+        let expected = [("cas", "7.0.8-1"), ("ldap", "2.6.8-3"), ("postfix", "3.9.0-1"), ("zammad", "6.0.0-1")];
+        assert_eq!(read(&fourth, &renamed), expected.map(|(n, v)| (n.to_owned(), v.to_owned())));
     }
 
     #[test]
@@ -189,7 +237,8 @@ mod tests {
         assert!(read[0].1.contains("cannot read dogu CR \"cas\""), "{read:?}");
         let again = DoguReadings::of(&objects, readings);
         assert!(std::ptr::eq(again.entries[0].object.as_ptr(), Arc::as_ptr(&objects[0])));
-        assert!(again.entries[0].reading.is_err());
+        assert!(matches!(again.entries[0].reading, Some(Err(_))));
+        assert!(again.entries[1].reading.is_none(), "an object without a name is not read");
     }
 
     #[test]

@@ -237,13 +237,24 @@ proptest! {
                         status.health = Some(if available { "unavailable" } else { "available" }.into());
                         status.installed_version = None;
                     }
-                    _ => replaced.spec.pause_reconciliation = Some(!replaced.spec.pause_reconciliation.unwrap_or(false)),
+                    _ => {
+                        let paused = replaced.spec.pause_reconciliation.unwrap_or(false);
+                        replaced.spec.pause_reconciliation = Some(!paused);
+                    }
                 }
                 *dogu = Arc::new(replaced);
             }
+            // Replaced in their places (what the cache does), then one gone as well.
+            let before = DoguReadings::of(&observation.dogus, DoguReadings::default());
+            let in_place = DoguReadings::of(&changed.dogus, before);
+            prop_assert_eq!(
+                &blueprint_machine::reconcile(&changed),
+                &blueprint_machine::reconcile_kept(Some(&kept), &in_place, &changed)
+            );
             changed.dogus.pop();
             let fresh = blueprint_machine::reconcile(&changed);
-            prop_assert_eq!(&fresh, &blueprint_machine::reconcile_kept(Some(&kept), &dogus, &changed), "stale readings");
+            let stale = blueprint_machine::reconcile_kept(Some(&kept), &dogus, &changed);
+            prop_assert_eq!(&fresh, &stale, "stale readings");
             let dogus = DoguReadings::of(&changed.dogus, dogus);
             prop_assert_eq!(&fresh, &blueprint_machine::reconcile_kept(Some(&kept), &dogus, &changed));
         }
