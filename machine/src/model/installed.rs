@@ -121,10 +121,9 @@ impl<'o> Installed<'o> {
         let mut health = Vec::with_capacity(dogus.len());
         for (dogu, reading) in dogus.of_objects(objects) {
             let name = dogu.metadata.name.as_deref().unwrap_or_default();
-            let installed_dogu = reading.map(|reading| InstalledDogu::of(reading, dogu));
             health.push((name, health_of(dogu)));
-            match installed_dogu {
-                Ok(d) => readable.push((name, d)),
+            match reading {
+                Ok(reading) => readable.push((name, InstalledDogu::of(reading, dogu))),
                 Err(problem) => {
                     installed.unreadable_dogus.insert(name, problem.clone());
                 }
