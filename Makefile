@@ -58,9 +58,11 @@ test-long:
 	PROPTEST_SCALE=100 $(CARGO) test --locked --release -p blueprint-machine --test main properties
 
 ## test-deep: the property tests with 10 times their cases, new random seeds every run (CI runs it
-## after `make test`); a failure is saved in proptest-regressions/ and replayed by every later run
+## after `make test`); a failure is saved in proptest-regressions/ and replayed by every later run.
+## Built as `make test` builds the workspace (its features unified), so it reuses that build: with
+## `-p blueprint-machine` alone cargo would compile the machine and a dozen dependencies again.
 test-deep:
-	PROPTEST_SCALE=10 $(CARGO) test --locked -p blueprint-machine --test main properties
+	PROPTEST_SCALE=10 $(CARGO) test --locked --workspace --test main -- properties::
 
 ## lint: formatting, clippy (warnings are errors), the machine's purity, and the advisory audit
 lint: audit
