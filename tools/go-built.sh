@@ -5,6 +5,7 @@
 #                                        folder; FILEs: more inputs the stamp covers
 #   go_built_version_flags VERSION      the -ldflags that make a Kubernetes binary report VERSION
 #   go_built_fresh STAMP FILE...        exits 0 (nothing to do) when the stamp matches and FILEs exist
+#                                        (not empty)
 #   go_built_stamp STAMP                records the stamp after a build
 set -euo pipefail
 
@@ -25,8 +26,10 @@ go_built_fresh() {
   local stamp=$1 file
   shift
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$WANT" ] || return 0
+  # Present and not empty: the binaries and the pause image's archive (-x would ask a .tar to be
+  # executable, and so built everything again on every run).
   for file in "$@"; do
-    [ -x "$file" ] || return 0
+    [ -s "$file" ] || return 0
   done
   exit 0
 }
