@@ -275,13 +275,13 @@ impl Inner {
             let _permit = self.remote_permits.acquire().await.expect("never closed");
             let started = Instant::now();
             let result = remote.fetch(name, version).await;
-            self.metrics.observe_registry_request(
-                match &result {
-                    Ok(_) => "found",
-                    Err(error) => error.outcome(),
-                },
-                started.elapsed(),
-            );
+            let outcome = match &result {
+                Ok(_) => "found",
+                Err(error) => error.outcome(),
+            };
+            let took = started.elapsed();
+            self.metrics.observe_registry_request(outcome, took);
+            tracing::debug!(dogu = %name, %version, outcome, ms = took.as_secs_f64() * 1000.0, "remote dogu registry");
             result
         };
         // Recorded under the flight table's lock (see `fly`); the flight leaves the table afterwards.
