@@ -281,7 +281,7 @@ impl Inner {
             };
             let took = started.elapsed();
             self.metrics.observe_registry_request(outcome, took);
-            tracing::debug!(dogu = %name, %version, outcome, ms = took.as_secs_f64() * 1000.0, "remote dogu registry");
+            tracing::debug!(dogu = %name, %version, outcome, ?took, "remote dogu registry");
             result
         };
         // Recorded under the flight table's lock (see `fly`); the flight leaves the table afterwards.

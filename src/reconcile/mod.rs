@@ -60,17 +60,17 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
     // Each step's time at debug level: where a slow reconcile's time goes (observing includes the
     // descriptor lookups, which may wait for the remote registry).
     let observed = Instant::now();
-    tracing::debug!(descriptors = observation.descriptors.len(), ms = ms(observed - started), "observed");
+    tracing::debug!(descriptors = observation.descriptors.len(), took = ?(observed - started), "observed");
     // 2. Decide.
     let dogu_readings = context.dogu_readings.read(&observation.dogus);
     let decision = blueprint_machine::reconcile_kept(reading, &dogu_readings, &observation);
     context.dogu_readings.keep(dogu_readings);
-    tracing::debug!(actions = decision.actions.len(), ms = ms(observed.elapsed()), "decided");
+    tracing::debug!(actions = decision.actions.len(), took = ?observed.elapsed(), "decided");
     // 3. Execute.
     let executing = Instant::now();
     let executed = execute::execute(context, &observation, &decision).await;
     if !decision.actions.is_empty() {
-        tracing::debug!(performed = executed.performed, ms = ms(executing.elapsed()), "executed");
+        tracing::debug!(performed = executed.performed, took = ?executing.elapsed(), "executed");
     }
     let outcome = executed.after_failure.as_ref().unwrap_or(&decision);
     // 4. Write the status.
@@ -165,9 +165,4 @@ fn status_result(status: &StatusWrite) -> StatusWriteResult {
         StatusWrite::Conflict => StatusWriteResult::Conflict,
         StatusWrite::Failed { .. } => StatusWriteResult::Failed,
     }
-}
-
-/// A duration in milliseconds, for the log.
-fn ms(duration: std::time::Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
