@@ -131,11 +131,29 @@ pub fn slim(meta: &mut ObjectMeta) {
     slim_fields(meta);
 }
 
-/// A Blueprint slimmed ([`slim`]), and of its annotations only those the operator reads: `kubectl apply`
+/// A Blueprint slimmed, and of its annotations only those the operator reads: `kubectl apply`
 /// copies the whole object into `kubectl.kubernetes.io/last-applied-configuration`, which for a
-/// 1,000-dogu blueprint is a second copy of its spec (250 KB) held in the cache for nothing.
+/// 1,000-dogu blueprint is a second copy of its spec (250 KB) held in the cache for nothing. Of its
+/// `managedFields` the newest entry keeps its time, manager and subresource: whether the stored status
+/// is the operator's own write, and when (D58; of entries of the same second, another writer's).
 pub fn slim_blueprint(meta: &mut ObjectMeta) {
-    slim_fields(meta);
+    if let Some(entries) = meta.managed_fields.as_mut() {
+        let ours = |e: &ManagedFieldsEntry| {
+            e.manager.as_deref() == Some(blueprint_machine::naming::FIELD_MANAGER)
+                && e.subresource.as_deref() == Some("status")
+        };
+        let newest = entries
+            .iter_mut()
+            .filter(|entry| entry.time.is_some())
+            .max_by(|a, b| a.time.cmp(&b.time).then_with(|| ours(b).cmp(&ours(a))))
+            .map(|entry| ManagedFieldsEntry {
+                time: entry.time.take(),
+                manager: entry.manager.take(),
+                subresource: entry.subresource.take(),
+                ..Default::default()
+            });
+        *entries = newest.into_iter().collect();
+    }
     keep_only(&mut meta.annotations, BLUEPRINT_ANNOTATIONS);
 }
 
@@ -363,6 +381,45 @@ mod tests {
         slim_blueprint(&mut meta);
         assert_eq!(meta.annotations.unwrap().keys().map(String::as_str).collect::<BTreeSet<_>>(), BTreeSet::from(read));
         assert!(meta.labels.is_some(), "labels are kept");
+    }
+
+    /// D58 reads who wrote a Blueprint last: the newest `managedFields` entry keeps its manager and
+    /// subresource; the field sets and older entries go.
+    #[test]
+    fn a_cached_blueprint_keeps_who_wrote_it_last() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, Time};
+        let at = |s: i64| Some(Time(k8s_openapi::jiff::Timestamp::from_second(1_767_225_600 + s).unwrap()));
+        let entry = |manager: &str, subresource: Option<&str>, time| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            subresource: subresource.map(Into::into),
+            operation: Some("Update".into()),
+            fields_v1: Some(FieldsV1(serde_json::json!({"f:status": {}}))),
+            time,
+            ..Default::default()
+        };
+        let ours = blueprint_machine::naming::FIELD_MANAGER;
+        let mut meta = ObjectMeta {
+            managed_fields: Some(vec![entry("kubectl", None, at(5)), entry(ours, Some("status"), at(9))]),
+            ..ObjectMeta::default()
+        };
+        slim_blueprint(&mut meta);
+        let kept = ManagedFieldsEntry {
+            manager: Some(ours.into()),
+            subresource: Some("status".into()),
+            time: at(9),
+            ..Default::default()
+        };
+        assert_eq!(meta.managed_fields, Some(vec![kept]));
+        // The same second: the hand edit counts as the newest.
+        let mut meta = ObjectMeta {
+            managed_fields: Some(vec![
+                entry("kubectl-edit", Some("status"), at(9)),
+                entry(ours, Some("status"), at(9)),
+            ]),
+            ..ObjectMeta::default()
+        };
+        slim_blueprint(&mut meta);
+        assert_eq!(meta.managed_fields.unwrap()[0].manager.as_deref(), Some("kubectl-edit"));
     }
 
     #[tokio::test(start_paused = true)]

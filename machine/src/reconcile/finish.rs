@@ -8,8 +8,8 @@ use crate::conditions::{self, Conditions, Status, reason};
 use crate::decision::{Decision, Requeue, State};
 use crate::events::{self, reason as event};
 
-use super::Run;
 use super::event_log::Topic;
+use super::{Run, progress};
 
 impl Run<'_> {
     pub(super) fn finish(mut self, state: State, requeue: Requeue) -> Decision {
@@ -17,16 +17,28 @@ impl Run<'_> {
         self.completion_not_evaluated(state);
         self.note_summarised_status();
         self.log_transitions();
+        let mut status = BlueprintStatus {
+            conditions: self.conditions.into_vec(),
+            effective_blueprint: self.effective_blueprint.map(|published| published.manifest),
+            state_diff: self.state_diff,
+            observed_generation: Some(self.generation),
+        };
+        let events = self.events.into_events();
+        let mut requeue = requeue;
+        // A status whose only news is progress waits for its refresh (D58); nothing else does.
+        let quiet = self.actions.is_empty() && events.is_empty() && self.handled_request.is_none();
+        let stored = self.blueprint.status.as_ref();
+        let written = progress::own_status_write(&self.blueprint.metadata);
+        if let (true, Some(stored), Some(written)) = (quiet, stored, written)
+            && let Some(due) = progress::hold_back(stored, &mut status, written, &self.observation.now)
+        {
+            requeue = progress::no_later_than(requeue, due);
+        }
         Decision {
             state,
-            status: Some(Arc::new(BlueprintStatus {
-                conditions: self.conditions.into_vec(),
-                effective_blueprint: self.effective_blueprint.map(|published| published.manifest),
-                state_diff: self.state_diff,
-                observed_generation: Some(self.generation),
-            })),
+            status: Some(Arc::new(status)),
             actions: self.actions,
-            events: self.events.into_events(),
+            events,
             requeue,
             handled_request: self.handled_request,
         }

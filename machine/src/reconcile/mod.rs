@@ -4,13 +4,15 @@
 //! [`Run`] carries what a reconcile has found so far; its steps live in their own modules:
 //! `findings` (conditions and events of what was observed), `gates` (what stops a reconcile before it
 //! applies anything), `stages` (what it applies, in upstream's order), `finish` (the decision), and
-//! `failure` (deciding again after a failed action) and `requeue` (after the status write).
+//! `failure` (deciding again after a failed action), `requeue` (after the status write) and `progress`
+//! (a status whose only news is progress waits for its refresh).
 
 mod event_log;
 mod failure;
 mod findings;
 mod finish;
 mod gates;
+mod progress;
 mod requeue;
 mod stages;
 

@@ -1,0 +1,214 @@
+//! Progress is written at most every [`PROGRESS_REFRESH`] (D58): a status whose only news is the text of
+//! a progress message (which dogus the ecosystem still waits for, which the install still waits for) is
+//! not written again within that time of the operator's own last status write; the reconcile comes back
+//! when the refresh is due. Any other change (a condition's status or reason, the state diff, the
+//! effective blueprint, a generation, an event, an action) is written at once, as before.
+//!
+//! Why: on a real kube-apiserver, writing the status of a 1,000-dogu Blueprint took 0.7-1.3 s of the API
+//! server's time, and during an install the list of dogus still at work changes with every Dogu event:
+//! each such write slowed the dogu operator's own writes to a third for a second (audit log,
+//! docs/performance.md). Upstream re-checks health every 10 s; so does this refresh.
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::api::BlueprintStatus;
+use crate::conditions::{COMPLETED, ECOSYSTEM_HEALTHY};
+use crate::decision::Requeue;
+use crate::naming::FIELD_MANAGER;
+
+/// How long after the operator's last status write a mere progress message waits.
+pub(super) const PROGRESS_REFRESH: Duration = Duration::from_secs(10);
+
+/// The conditions whose messages are progress lists.
+const PROGRESS_CONDITIONS: [&str; 2] = [ECOSYSTEM_HEALTHY, COMPLETED];
+
+/// When the operator last wrote the stored status: the newest `managedFields` entry, if it is the
+/// operator's write of the status subresource. Another writer's (a status edited by hand, D54) is
+/// undone at once, never held back.
+pub(super) fn own_status_write(meta: &ObjectMeta) -> Option<&Time> {
+    let newest = meta.managed_fields.iter().flatten().filter(|entry| entry.time.is_some()).max_by(|a, b| {
+        // Of entries written in the same second, another writer's counts as the newest.
+        let ours = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+            e.manager.as_deref() == Some(FIELD_MANAGER) && e.subresource.as_deref() == Some("status")
+        };
+        a.time.cmp(&b.time).then_with(|| ours(b).cmp(&ours(a)))
+    })?;
+    let ours = newest.manager.as_deref() == Some(FIELD_MANAGER) && newest.subresource.as_deref() == Some("status");
+    if ours { newest.time.as_ref() } else { None }
+}
+
+/// `wanted` with the stored messages of its progress conditions, and how long until their refresh is
+/// due, if the only differences from `stored` are those messages and the operator wrote `stored` less
+/// than [`PROGRESS_REFRESH`] before `now`. Otherwise `wanted` is left as it is.
+pub(super) fn hold_back(
+    stored: &BlueprintStatus,
+    wanted: &mut BlueprintStatus,
+    written: &Time,
+    now: &Time,
+) -> Option<Duration> {
+    let elapsed = now.0.as_millisecond() - written.0.as_millisecond();
+    let refresh = PROGRESS_REFRESH.as_millis() as i64;
+    // A write "in the future" is another clock's: nothing is held on it.
+    if !(0..refresh).contains(&elapsed) {
+        return None;
+    }
+    if stored.conditions.len() != wanted.conditions.len() {
+        return None;
+    }
+    let mut progress_only = false;
+    for (old, new) in stored.conditions.iter().zip(&wanted.conditions) {
+        let same = old.type_ == new.type_
+            && old.status == new.status
+            && old.reason == new.reason
+            && old.observed_generation == new.observed_generation;
+        if !same {
+            return None;
+        }
+        if old.message != new.message {
+            if !PROGRESS_CONDITIONS.contains(&new.type_.as_str()) {
+                return None;
+            }
+            progress_only = true;
+        }
+    }
+    // Compared last: the larger parts, and only when a progress message is all the news so far.
+    if !progress_only
+        || stored.observed_generation != wanted.observed_generation
+        || stored.state_diff != wanted.state_diff
+        || stored.effective_blueprint != wanted.effective_blueprint
+    {
+        return None;
+    }
+    for (old, new) in stored.conditions.iter().zip(wanted.conditions.iter_mut()) {
+        if old.message != new.message {
+            new.message = old.message.clone();
+        }
+    }
+    Some(Duration::from_millis((refresh - elapsed) as u64))
+}
+
+/// `requeue`, but back no later than `due` (a held-back progress refresh).
+pub(super) fn no_later_than(requeue: Requeue, due: Duration) -> Requeue {
+    let reason = "a progress message is due (held back within 10 s of the last status write)";
+    match requeue {
+        Requeue::AwaitChange => Requeue::After { after: due, reason: reason.to_owned() },
+        Requeue::After { after, .. } if due < after => Requeue::After { after: due, reason: reason.to_owned() },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ManagedFieldsEntry};
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+
+    fn at(seconds: i64) -> Time {
+        Time(Timestamp::from_second(1_767_225_600 + seconds).unwrap())
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: Some(1),
+            last_transition_time: at(0),
+        }
+    }
+
+    fn status(health: &str, completed: &str) -> BlueprintStatus {
+        BlueprintStatus {
+            conditions: vec![
+                condition(ECOSYSTEM_HEALTHY, "False", "ApplyInProgress", health),
+                condition(COMPLETED, "False", "StateDiffHasChanges", completed),
+            ],
+            observed_generation: Some(1),
+            ..BlueprintStatus::default()
+        }
+    }
+
+    fn entry(manager: &str, subresource: Option<&str>, time: i64) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            subresource: subresource.map(Into::into),
+            time: Some(at(time)),
+            ..ManagedFieldsEntry::default()
+        }
+    }
+
+    #[test]
+    fn a_new_progress_message_waits_for_the_refresh_and_says_when() {
+        let stored = status("2 dogu(s) are at work: a, b", "waiting for a, b");
+        let mut wanted = status("1 dogu(s) are at work: b", "waiting for b");
+        let due = hold_back(&stored, &mut wanted, &at(100), &at(103));
+        assert_eq!(due, Some(Duration::from_secs(7)));
+        assert_eq!(wanted, stored, "the stored messages are kept: nothing to write");
+        assert_eq!(
+            no_later_than(Requeue::after(10, "unhealthy"), Duration::from_secs(7)),
+            Requeue::After { after: Duration::from_secs(7), reason: no_later_than_reason() }
+        );
+        assert_eq!(no_later_than(Requeue::after(1, "x"), Duration::from_secs(7)), Requeue::after(1, "x"));
+        assert!(matches!(no_later_than(Requeue::AwaitChange, Duration::from_secs(7)), Requeue::After { .. }));
+    }
+
+    fn no_later_than_reason() -> String {
+        match no_later_than(Requeue::AwaitChange, Duration::ZERO) {
+            Requeue::After { reason, .. } => reason,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_progress_message_is_written_once_the_refresh_is_due_or_when_the_clocks_disagree() {
+        let stored = status("2 dogu(s) are at work: a, b", "waiting for a, b");
+        for now in [110, 200, 99] {
+            let mut wanted = status("1 dogu(s) are at work: b", "waiting for b");
+            assert_eq!(hold_back(&stored, &mut wanted, &at(100), &at(now)), None, "now = {now}");
+            assert_eq!(wanted.conditions[0].message, "1 dogu(s) are at work: b");
+        }
+    }
+
+    #[test]
+    fn any_other_news_is_written_at_once() {
+        let stored = status("2 dogu(s) are at work: a, b", "waiting for a, b");
+        let write = |change: &dyn Fn(&mut BlueprintStatus)| {
+            let mut wanted = status("1 dogu(s) are at work: b", "waiting for b");
+            change(&mut wanted);
+            hold_back(&stored, &mut wanted, &at(100), &at(101))
+        };
+        assert!(write(&|_| {}).is_some(), "the progress alone is held");
+        assert_eq!(write(&|s| s.conditions[0].status = "True".into()), None, "a status");
+        assert_eq!(write(&|s| s.conditions[0].reason = "Unhealthy".into()), None, "a reason");
+        assert_eq!(write(&|s| s.conditions[1].observed_generation = Some(2)), None, "a generation");
+        assert_eq!(write(&|s| s.observed_generation = Some(2)), None, "the observed generation");
+        assert_eq!(write(&|s| s.state_diff = Some(Default::default())), None, "the state diff");
+        assert_eq!(write(&|s| s.conditions.push(condition("Valid", "True", "Valid", ""))), None, "a condition more");
+        let mut other = status("2 dogu(s) are at work: a, b", "waiting for a, b");
+        other.conditions[0].type_ = "Valid".into();
+        let mut wanted = other.clone();
+        wanted.conditions[0].message = "another problem".into();
+        assert_eq!(hold_back(&other, &mut wanted, &at(100), &at(101)), None, "a problem's message is news");
+        let mut same = stored.clone();
+        assert_eq!(hold_back(&stored, &mut same, &at(100), &at(101)), None, "nothing to hold");
+    }
+
+    #[test]
+    fn only_the_operators_own_status_write_holds_progress_back() {
+        let meta =
+            |entries: Vec<ManagedFieldsEntry>| ObjectMeta { managed_fields: Some(entries), ..Default::default() };
+        let ours = entry(FIELD_MANAGER, Some("status"), 100);
+        assert_eq!(own_status_write(&meta(vec![entry("kubectl", None, 50), ours.clone()])), Some(&at(100)));
+        // A status edited by hand (D54) after it, or in the same second: undone at once.
+        assert_eq!(own_status_write(&meta(vec![ours.clone(), entry("kubectl-edit", Some("status"), 101)])), None);
+        assert_eq!(own_status_write(&meta(vec![entry("kubectl-edit", Some("status"), 100), ours.clone()])), None);
+        assert_eq!(own_status_write(&meta(vec![ours, entry("kubectl-edit", Some("status"), 100)])), None);
+        // The operator's own writes of other parts (a spec's conversion) are not its status.
+        assert_eq!(own_status_write(&meta(vec![entry(FIELD_MANAGER, None, 100)])), None);
+        assert_eq!(own_status_write(&ObjectMeta::default()), None);
+    }
+}
