@@ -39,7 +39,9 @@ use crate::identity::OperatorIdentity;
 use crate::journal::{JournalWriter, Record};
 use crate::metrics::Metrics;
 use crate::observe::decoded::Decoded;
+use crate::observe::shared_parts::SharedParts;
 use crate::reconcile::Context;
+use crate::reconcile::Detail;
 use crate::status::StatusWrite;
 
 /// What a controller needs besides its client.
@@ -61,8 +63,6 @@ pub struct Options {
 enum Trim {
     /// All of it but the `managedFields` (see [`slim`]).
     Slim,
-    /// That, and of a Blueprint's annotations only those read (see [`slim_blueprint`]).
-    Blueprint,
     /// That, without the uid, and of the labels and annotations only those listed (see [`Kept::apply`]).
     Keeping(Kept),
 }
@@ -71,7 +71,6 @@ impl Trim {
     fn apply(self, meta: &mut kube::api::ObjectMeta) {
         match self {
             Trim::Slim => slim(meta),
-            Trim::Blueprint => slim_blueprint(meta),
             Trim::Keeping(kept) => kept.apply(meta),
         }
     }
@@ -117,6 +116,21 @@ where
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, trimmed_watcher(lists, api, config, trim)).default_backoff();
     (reader, stream.boxed())
+}
+
+/// The Blueprints' reflector store and its watch events: slimmed ([`slim_blueprint`]), and each event's
+/// spec and effective blueprint shared with the previous event's where equal ([`SharedParts`]).
+fn reflect_blueprints(
+    lists: &InitialLists,
+    api: Api<Decoded<Blueprint>>,
+) -> (Store<Decoded<Blueprint>>, Events<Decoded<Blueprint>>) {
+    let (reader, writer) = reflector::store();
+    let mut shared = SharedParts::default();
+    let events = lists.watch(api, watcher::Config::default()).modify(move |blueprint| {
+        slim_blueprint(blueprint.meta_mut());
+        shared.share(blueprint);
+    });
+    (reader, reflector::reflector(writer, events).default_backoff().boxed())
 }
 
 /// A reflector store of the metadata of every object of `api`'s kind, and its watch events: only
@@ -172,12 +186,7 @@ pub async fn run_controller(
     // Dogus and Components without labels and annotations: none is read.
     let unlabelled = Trim::Keeping(Kept::NOTHING);
 
-    let (blueprint_reader, blueprint_changes) = reflect(
-        &lists,
-        Api::<Decoded<Blueprint>>::namespaced(c.clone(), &ns),
-        watcher::Config::default(),
-        Trim::Blueprint,
-    );
+    let (blueprint_reader, blueprint_changes) = reflect_blueprints(&lists, Api::namespaced(c.clone(), &ns));
     let (dogus, dogu_changes) =
         reflect(&lists, Api::<Decoded<Dogu>>::namespaced(c.clone(), &ns), watcher::Config::default(), unlabelled);
     let (components, component_changes) =
@@ -405,7 +414,9 @@ async fn reconcile(blueprint: Arc<Decoded<Blueprint>>, reconciler: Arc<Reconcile
     );
     async move {
         let _busy = reconciler.context.in_flight.enter();
-        let record = crate::reconcile::reconcile(&reconciler.context, &name).await;
+        // The whole record only for a journal (see `Detail`).
+        let detail = if reconciler.journal.is_some() { Detail::Full } else { Detail::Outcome };
+        let record = crate::reconcile::reconcile(&reconciler.context, &name, detail).await;
         let span = tracing::Span::current();
         if let Some(decision) = record.execution.decision_after_failure.as_ref().or(record.decision.as_ref()) {
             span.record("state", tracing::field::display(decision.state));

@@ -9,6 +9,7 @@ pub mod decoded;
 pub mod digest;
 pub mod memo;
 pub mod referenced;
+pub mod shared_parts;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

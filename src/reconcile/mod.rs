@@ -27,6 +27,7 @@ mod write_status;
 use std::time::Instant;
 
 use blueprint_machine::StatusWriteResult;
+use blueprint_machine::decision::Decision;
 
 pub use context::{CACHE_WAIT, Context, ObserveError};
 pub use in_flight::InFlight;
@@ -39,9 +40,20 @@ use crate::journal::{Execution, FORMAT, Record};
 use crate::metrics::OutcomeLabels;
 use crate::status::StatusWrite;
 
+/// How much of a reconcile its [`Record`] keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything observed and decided: for the journal (and tests).
+    Full,
+    /// The decision without its actions, and no observation: what the controller logs. Both are
+    /// dropped once executed, before the status write: its answer and the watch event after it are an
+    /// install's largest, and at 1,000 dogus the actions are every Dogu CR and config write (2 MB).
+    Outcome,
+}
+
 /// One reconcile of the Blueprint `name`: the record of what it observed, decided and did (`execution`
-/// says when to look again).
-pub async fn reconcile(context: &Context, name: &str) -> Record {
+/// says when to look again), with the `detail` asked for.
+pub async fn reconcile(context: &Context, name: &str, detail: Detail) -> Record {
     let started = Instant::now();
     let blueprint = context.blueprint(name);
     if blueprint.is_none() {
@@ -68,10 +80,19 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
     tracing::debug!(actions = decision.actions.len(), took = ?observed.elapsed(), "decided");
     // 3. Execute.
     let executing = Instant::now();
-    let executed = execute::execute(context, &observation, &decision).await;
+    let mut executed = execute::execute(context, &observation, &decision).await;
     if !decision.actions.is_empty() {
         tracing::debug!(performed = executed.performed, took = ?executing.elapsed(), "executed");
     }
+    let time = observation.now.clone();
+    let (observation, decision) = match detail {
+        Detail::Full => (Some(observation), decision),
+        Detail::Outcome => {
+            drop(observation);
+            executed.after_failure = executed.after_failure.map(without_actions);
+            (None, without_actions(decision))
+        }
+    };
     let outcome = executed.after_failure.as_ref().unwrap_or(&decision);
     // 4. Write the status.
     let status = write_status::write_status(context, name, blueprint.as_deref(), outcome).await;
@@ -117,7 +138,7 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
         format: FORMAT,
         operator_version: context.identity.version.clone(),
         blueprint: name.to_owned(),
-        time: observation.now.clone(),
+        time,
         execution: Execution {
             performed: executed.performed,
             failure: executed.failure,
@@ -127,9 +148,13 @@ pub async fn reconcile(context: &Context, name: &str) -> Record {
             requeue_after_seconds: requeue_after.map(|d| d.as_secs_f64()),
             error: None,
         },
-        observation: Some(observation),
+        observation,
         decision: Some(decision),
     }
+}
+
+fn without_actions(decision: Decision) -> Decision {
+    Decision { actions: Vec::new(), ..decision }
 }
 
 /// The reconcile could not even observe (the caches are not filled, a Secret could not be read):

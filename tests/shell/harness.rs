@@ -12,6 +12,7 @@ use blueprint_operator::journal::Record;
 use blueprint_operator::metrics::Metrics;
 use blueprint_operator::observe::decoded::Decoded;
 use blueprint_operator::reconcile::Context;
+use blueprint_operator::reconcile::Detail;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -200,7 +201,7 @@ impl Harness {
         let identity = blueprint_operator::identity::OperatorIdentity::of_build("0.1.0");
         let context = Context::new(client, NAMESPACE.into(), identity, stores, descriptors, metrics)
             .with_clock(|| Timestamp::from_second(1_767_225_600).unwrap());
-        let outcome = blueprint_operator::reconcile::reconcile(&context, crate::support::NAME).await;
+        let outcome = blueprint_operator::reconcile::reconcile(&context, crate::support::NAME, Detail::Full).await;
         let kept = context.readings.holds(crate::support::NAME);
         drop(context);
         server.abort();
