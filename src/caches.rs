@@ -138,20 +138,12 @@ pub fn slim(meta: &mut ObjectMeta) {
 /// is the operator's own write, and when (D58; of entries of the same second, another writer's).
 pub fn slim_blueprint(meta: &mut ObjectMeta) {
     if let Some(entries) = meta.managed_fields.as_mut() {
-        let ours = |e: &ManagedFieldsEntry| {
-            e.manager.as_deref() == Some(blueprint_machine::naming::FIELD_MANAGER)
-                && e.subresource.as_deref() == Some("status")
-        };
-        let newest = entries
-            .iter_mut()
-            .filter(|entry| entry.time.is_some())
-            .max_by(|a, b| a.time.cmp(&b.time).then_with(|| ours(b).cmp(&ours(a))))
-            .map(|entry| ManagedFieldsEntry {
-                time: entry.time.take(),
-                manager: entry.manager.take(),
-                subresource: entry.subresource.take(),
-                ..Default::default()
-            });
+        let newest = blueprint_machine::naming::newest_write(entries).map(|entry| ManagedFieldsEntry {
+            time: entry.time.clone(),
+            manager: entry.manager.clone(),
+            subresource: entry.subresource.clone(),
+            ..Default::default()
+        });
         *entries = newest.into_iter().collect();
     }
     keep_only(&mut meta.annotations, BLUEPRINT_ANNOTATIONS);

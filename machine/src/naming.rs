@@ -4,8 +4,25 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
 /// The field manager of every write, and the `app.kubernetes.io/managed-by` of the objects created.
 pub const FIELD_MANAGER: &str = "k8s-blueprint-operator";
+
+/// Whether a `managedFields` entry is the operator's write of an object's status.
+pub fn own_status_write(entry: &ManagedFieldsEntry) -> bool {
+    entry.manager.as_deref() == Some(FIELD_MANAGER) && entry.subresource.as_deref() == Some("status")
+}
+
+/// The newest of an object's `managedFields` entries that have a time; of entries of the same second,
+/// another writer's before the operator's status write (so that a status edited by hand in the second
+/// of the operator's write counts as the newer, D54, D58).
+pub fn newest_write(entries: &[ManagedFieldsEntry]) -> Option<&ManagedFieldsEntry> {
+    entries
+        .iter()
+        .filter(|entry| entry.time.is_some())
+        .max_by(|a, b| a.time.cmp(&b.time).then_with(|| own_status_write(b).cmp(&own_status_write(a))))
+}
 /// The operator's own component, as a blueprint names it.
 pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
 /// The component that serves a CES platform's web traffic since the gateway release (Cloudogu's

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use crate::api::BlueprintStatus;
 use crate::conditions::{COMPLETED, ECOSYSTEM_HEALTHY};
 use crate::decision::Requeue;
-use crate::naming::FIELD_MANAGER;
+use crate::naming;
 
 /// How long after the operator's last status write a mere progress message waits.
 pub(super) const PROGRESS_REFRESH: Duration = Duration::from_secs(10);
@@ -28,15 +28,8 @@ const PROGRESS_CONDITIONS: [&str; 2] = [ECOSYSTEM_HEALTHY, COMPLETED];
 /// operator's write of the status subresource. Another writer's (a status edited by hand, D54) is
 /// undone at once, never held back.
 pub(super) fn own_status_write(meta: &ObjectMeta) -> Option<&Time> {
-    let newest = meta.managed_fields.iter().flatten().filter(|entry| entry.time.is_some()).max_by(|a, b| {
-        // Of entries written in the same second, another writer's counts as the newest.
-        let ours = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
-            e.manager.as_deref() == Some(FIELD_MANAGER) && e.subresource.as_deref() == Some("status")
-        };
-        a.time.cmp(&b.time).then_with(|| ours(b).cmp(&ours(a)))
-    })?;
-    let ours = newest.manager.as_deref() == Some(FIELD_MANAGER) && newest.subresource.as_deref() == Some("status");
-    if ours { newest.time.as_ref() } else { None }
+    let newest = naming::newest_write(meta.managed_fields.as_deref()?)?;
+    if naming::own_status_write(newest) { newest.time.as_ref() } else { None }
 }
 
 /// `wanted` with the stored messages of its progress conditions, and how long until their refresh is
@@ -105,6 +98,7 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
+    use crate::naming::FIELD_MANAGER;
 
     fn at(seconds: i64) -> Time {
         Time(Timestamp::from_second(1_767_225_600 + seconds).unwrap())
