@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use blueprint_machine::api::{Blueprint, BlueprintManifest, BlueprintStatus, StateDiff};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ManagedFieldsEntry, ObjectMeta, Time};
 use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use kube::{Client, Resource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use blueprint_machine::naming::FIELD_MANAGER;
+use blueprint_machine::naming::{self, FIELD_MANAGER};
 
 /// How the status write went.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,7 +63,7 @@ pub fn status_patch<'a>(
     wanted: &'a BlueprintStatus,
     resource_version: &'a str,
 ) -> Option<StatusPatch<'a>> {
-    if stored.is_some_and(|stored| equal_ignoring_transition_times(stored, wanted)) {
+    if stored.is_some_and(|stored| stored.same_apart_from(wanted, &[])) {
         return None;
     }
     // Field by field, compared typed: only what changed is sent.
@@ -169,20 +169,6 @@ fn map_patch<V: Serialize + PartialEq>(
 
 fn to_json<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("statuses serialize")
-}
-
-fn equal_ignoring_transition_times(a: &BlueprintStatus, b: &BlueprintStatus) -> bool {
-    a.effective_blueprint == b.effective_blueprint
-        && a.state_diff == b.state_diff
-        && a.observed_generation == b.observed_generation
-        && a.conditions.len() == b.conditions.len()
-        && a.conditions.iter().zip(&b.conditions).all(|(x, y)| {
-            x.type_ == y.type_
-                && x.status == y.status
-                && x.reason == y.reason
-                && x.message == y.message
-                && x.observed_generation == y.observed_generation
-        })
 }
 
 /// RFC 7386: a merge patch that turns `before` into `after` (objects recurse, removed members become
@@ -328,8 +314,28 @@ struct AnswerMetadata {
     resource_version: Option<String>,
 }
 
-pub fn written(before: &Blueprint, wanted: &Arc<BlueprintStatus>, resource_version: Option<String>) -> Blueprint {
-    let metadata = ObjectMeta { resource_version, ..before.metadata.clone() };
+/// The Blueprint as the status write left it: `before` with the `wanted` status and the answer's
+/// `resourceVersion`. Its `managedFields` say that the operator wrote the status at `now`, as the API server's answer does:
+/// until the cache shows the write, a reconcile reads this copy, and a progress message's hold (D58)
+/// counts from this write, not from the one before it.
+pub fn written(
+    before: &Blueprint,
+    wanted: &Arc<BlueprintStatus>,
+    resource_version: Option<String>,
+    now: Time,
+) -> Blueprint {
+    let mut managed_fields: Vec<ManagedFieldsEntry> = (before.metadata.managed_fields.iter().flatten())
+        .filter(|entry| !naming::own_status_write(entry))
+        .cloned()
+        .collect();
+    managed_fields.push(ManagedFieldsEntry {
+        manager: Some(FIELD_MANAGER.to_owned()),
+        operation: Some("Update".to_owned()),
+        subresource: Some("status".to_owned()),
+        time: Some(now),
+        ..ManagedFieldsEntry::default()
+    });
+    let metadata = ObjectMeta { resource_version, managed_fields: Some(managed_fields), ..before.metadata.clone() };
     Blueprint {
         metadata,
         spec: before.spec.clone(),
@@ -429,5 +435,33 @@ mod tests {
         let patch = patch(Some(&first), &second);
         assert!(patch["status"].get("effectiveBlueprint").is_none(), "unchanged fields are left out: {patch}");
         assert!(status_patch(Some(&first), &first, "7").is_none());
+    }
+    /// Until the cache shows a status write, the next reconcile reads the remembered copy: it says that
+    /// the operator wrote the status then, so that a progress message's hold (D58) counts from this write.
+    #[test]
+    fn the_remembered_copy_of_a_write_says_when_it_was_written() {
+        use k8s_openapi::jiff::Timestamp;
+        let at = |second: i64| Time(Timestamp::from_second(1_767_225_600 + second).unwrap());
+        let entry = |manager: &str, subresource: Option<&str>, second: i64| ManagedFieldsEntry {
+            manager: Some(manager.to_owned()),
+            operation: Some("Update".to_owned()),
+            subresource: subresource.map(str::to_owned),
+            time: Some(at(second)),
+            ..ManagedFieldsEntry::default()
+        };
+        let mut before = Blueprint::default();
+        before.metadata.resource_version = Some("7".to_owned());
+        before.metadata.managed_fields =
+            Some(vec![entry("kubectl", None, 10), entry(FIELD_MANAGER, Some("status"), 20)]);
+        let wanted = Arc::new(BlueprintStatus { observed_generation: Some(3), ..BlueprintStatus::default() });
+        let written = written(&before, &wanted, Some("8".to_owned()), at(30));
+        assert_eq!(written.metadata.resource_version.as_deref(), Some("8"));
+        assert_eq!(written.status.as_deref(), Some(wanted.as_ref()));
+        let entries = written.metadata.managed_fields.as_deref().unwrap();
+        assert_eq!(entries.len(), 2, "the operator's status entry is replaced, another writer's kept: {entries:?}");
+        assert_eq!(entries[0], entry("kubectl", None, 10));
+        let newest = naming::newest_write(entries).unwrap();
+        assert!(naming::own_status_write(newest));
+        assert_eq!(newest.time, Some(at(30)));
     }
 }

@@ -23,6 +23,7 @@ pub fn newest_write(entries: &[ManagedFieldsEntry]) -> Option<&ManagedFieldsEntr
         .filter(|entry| entry.time.is_some())
         .max_by(|a, b| a.time.cmp(&b.time).then_with(|| own_status_write(b).cmp(&own_status_write(a))))
 }
+
 /// The operator's own component, as a blueprint names it.
 pub const OWN_COMPONENT: &str = "k8s/k8s-blueprint-operator";
 /// The component that serves a CES platform's web traffic since the gateway release (Cloudogu's

@@ -27,7 +27,11 @@ pub(super) async fn write_status(
             if let Some(version) = &resource_version {
                 context.own_status_writes.record(name, version.clone());
             }
-            context.remember_written(name, version, status::written(blueprint, wanted, resource_version));
+            context.remember_written(
+                name,
+                version,
+                status::written(blueprint, wanted, resource_version, context.now()),
+            );
             StatusWrite::Written
         }
         Err(kube::Error::Api(e)) if e.code == 409 => StatusWrite::Conflict,

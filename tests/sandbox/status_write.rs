@@ -2,8 +2,10 @@
 //! at a thousand dogus) but assumes what was stored (`status::written`); that is what was stored.
 
 use blueprint_machine::api::{Blueprint, BlueprintStatus};
+use blueprint_machine::naming;
 use blueprint_operator::status;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -39,13 +41,21 @@ async fn the_assumed_blueprint_after_a_status_write_is_the_stored_one() {
         let version = before.metadata.resource_version.clone().unwrap();
         let patch = status::status_patch(before.status.as_deref(), &wanted, &version).expect("the status changes");
         let resource_version = status::write(&client, NS, &name, &patch).await.unwrap();
-        let assumed = status::written(&before, &wanted, resource_version);
+        let now = Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap());
+        let assumed = status::written(&before, &wanted, resource_version, now);
 
         let stored = api.get(&name).await.unwrap();
         assert_ne!(stored.metadata.resource_version, before.metadata.resource_version, "written");
         assert_eq!(assumed.status, stored.status);
         assert_eq!(assumed.spec, stored.spec);
-        // The server adds its own managedFields entry; the rest of the metadata is as assumed.
+        // Both have the operator's status write; the assumed one at the time the answer arrived, no
+        // earlier than the server's, and as the newest write (D58 holds progress from that time).
+        let own =
+            |meta: &ObjectMeta| meta.managed_fields.iter().flatten().find(|e| naming::own_status_write(e)).cloned();
+        let (assumed_write, stored_write) = (own(&assumed.metadata).unwrap(), own(&stored.metadata).unwrap());
+        assert!(assumed_write.time >= stored_write.time, "{assumed_write:?} {stored_write:?}");
+        let newest = naming::newest_write(assumed.metadata.managed_fields.as_deref().unwrap());
+        assert_eq!(newest, Some(&assumed_write));
         let without_managers = |meta: ObjectMeta| ObjectMeta { managed_fields: None, ..meta };
         assert_eq!(without_managers(assumed.metadata), without_managers(stored.metadata));
     }

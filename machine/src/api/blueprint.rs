@@ -488,6 +488,25 @@ pub struct BlueprintStatus {
     pub observed_generation: Option<i64>,
 }
 
+impl BlueprintStatus {
+    /// Whether `self` and `other` say the same, apart from when their conditions last changed and the
+    /// messages of the conditions named in `messages_of`. The conditions are compared first: they are
+    /// small, and the state diff and the effective blueprint can be megabytes.
+    pub fn same_apart_from(&self, other: &Self, messages_of: &[&str]) -> bool {
+        self.observed_generation == other.observed_generation
+            && self.conditions.len() == other.conditions.len()
+            && self.conditions.iter().zip(&other.conditions).all(|(a, b)| {
+                a.type_ == b.type_
+                    && a.status == b.status
+                    && a.reason == b.reason
+                    && a.observed_generation == b.observed_generation
+                    && (a.message == b.message || messages_of.contains(&a.type_.as_str()))
+            })
+            && self.state_diff == other.state_diff
+            && self.effective_blueprint == other.effective_blueprint
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StateDiff {

@@ -47,31 +47,10 @@ pub(super) fn hold_back(
     if !(0..refresh).contains(&elapsed) {
         return None;
     }
-    if stored.conditions.len() != wanted.conditions.len() {
-        return None;
-    }
-    let mut progress_only = false;
-    for (old, new) in stored.conditions.iter().zip(&wanted.conditions) {
-        let same = old.type_ == new.type_
-            && old.status == new.status
-            && old.reason == new.reason
-            && old.observed_generation == new.observed_generation;
-        if !same {
-            return None;
-        }
-        if old.message != new.message {
-            if !PROGRESS_CONDITIONS.contains(&new.type_.as_str()) {
-                return None;
-            }
-            progress_only = true;
-        }
-    }
-    // Compared last: the larger parts, and only when a progress message is all the news so far.
-    if !progress_only
-        || stored.observed_generation != wanted.observed_generation
-        || stored.state_diff != wanted.state_diff
-        || stored.effective_blueprint != wanted.effective_blueprint
-    {
+    // Cheap first: whether any message changed at all; the full comparison only when one did.
+    let messages_changed = stored.conditions.len() == wanted.conditions.len()
+        && stored.conditions.iter().zip(&wanted.conditions).any(|(old, new)| old.message != new.message);
+    if !messages_changed || !stored.same_apart_from(wanted, &PROGRESS_CONDITIONS) {
         return None;
     }
     for (old, new) in stored.conditions.iter().zip(wanted.conditions.iter_mut()) {
