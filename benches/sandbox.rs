@@ -23,6 +23,11 @@
 //! `SANDBOX_BENCH_WRAP=heaptrack` runs the operator under a profiler, and `SANDBOX_BENCH_BEFORE=<binary>`
 //! measures an earlier build of the operator beside this one, size by size. `MALLOC_*` and `MIMALLOC_*`
 //! variables reach the operator.
+//!
+//! One run of a size says little about its time against the floor: the same build's install and the
+//! floor each moved by half between runs on the same machine. `SANDBOX_BENCH_RUNS=N` measures each size
+//! N times, each run's operators followed by its own floor, and prints every run's install, floor and
+//! their ratio, with the median and the spread.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -120,6 +125,8 @@ struct Row {
     dogus: usize,
     /// Which binary: empty for this build, `before` for `SANDBOX_BENCH_BEFORE`'s.
     label: &'static str,
+    /// Which of `SANDBOX_BENCH_RUNS` runs of its size (from 0).
+    run: usize,
     install_reconciles: f64,
     install_requests: BTreeMap<String, f64>,
     install_status_writes: f64,
@@ -165,23 +172,32 @@ fn main() {
     };
     // `SANDBOX_BENCH_BEFORE=<binary>`: an earlier build measured beside this one, size by size.
     let before = std::env::var("SANDBOX_BENCH_BEFORE").ok().filter(|b| !b.is_empty());
+    // `SANDBOX_BENCH_RUNS=N`: each size N times, each run with its own floor.
+    let runs: usize = std::env::var("SANDBOX_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
     runtime.block_on(warm_up());
     let mut rows: Vec<Row> = Vec::new();
     for case in &cases {
-        let mut binaries = vec![("", env!("CARGO_BIN_EXE_blueprint-operator").to_owned())];
-        if let Some(before) = &before {
-            binaries.insert(0, ("before", before.clone()));
-            binaries[1].0 = "after";
-        }
-        let mut floor_wall = None;
-        for (label, binary) in binaries {
-            let (mut row, objects) = runtime.block_on(measure(case, &binary, label));
-            // The floor does not depend on the operator: measured once per size.
-            row.floor_wall = *floor_wall.get_or_insert_with(|| runtime.block_on(floor(objects)));
-            rows.push(row);
+        for run in 0..runs {
+            let mut binaries = vec![("", env!("CARGO_BIN_EXE_blueprint-operator").to_owned())];
+            if let Some(before) = &before {
+                binaries.insert(0, ("before", before.clone()));
+                binaries[1].0 = "after";
+            }
+            let mut floor_wall = None;
+            for (label, binary) in binaries {
+                let (mut row, objects) = runtime.block_on(measure(case, &binary, label));
+                row.run = run;
+                // The floor does not depend on the operator: measured once per run of a size.
+                row.floor_wall = *floor_wall.get_or_insert_with(|| runtime.block_on(floor(objects)));
+                rows.push(row);
+            }
         }
     }
-    print_table(&rows);
+    let first: Vec<&Row> = rows.iter().filter(|r| r.run == 0).collect();
+    print_table(&first);
+    if runs > 1 {
+        print_spread(&rows);
+    }
 }
 
 /// Stores one small Blueprint before anything is measured. A kube-apiserver that has just started
@@ -362,6 +378,7 @@ async fn measure(case: &Case, binary: &str, label: &'static str) -> (Row, Create
     let row = Row {
         dogus: case.dogus,
         label,
+        run: 0,
         install_reconciles: ir,
         install_requests: install.requests_by_verb(),
         install_status_writes: install.sum("blueprint_operator_status_writes_total"),
@@ -599,7 +616,7 @@ where
     }
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[&Row]) {
     let verbs = |map: &BTreeMap<String, f64>, digits: usize| {
         map.iter().filter(|(_, n)| **n > 0.0).map(|(v, n)| format!("{v} {n:.digits$}")).collect::<Vec<_>>().join(", ")
     };
@@ -611,14 +628,14 @@ fn print_table(rows: &[Row]) {
     println!(
         "\nblueprint-operator in the sandbox on {server} (simulated operators without delays, DEBOUNCE_WINDOW={debounce}, {KEYS_PER_DOGU} config keys per dogu, {GLOBAL_KEYS} global keys)\n"
     );
-    let heading = |r: &Row| match r.label {
+    let heading = |r: &&Row| match r.label {
         "" => format!("{} dogus", r.dogus),
         label => format!("{} dogus, {label}", r.dogus),
     };
     println!("| | {} |", rows.iter().map(heading).collect::<Vec<_>>().join(" | "));
     println!("|---|{}", "---|".repeat(rows.len()));
     let line = |name: &str, cell: &dyn Fn(&Row) -> String| {
-        println!("| {name} | {} |", rows.iter().map(cell).collect::<Vec<_>>().join(" | "));
+        println!("| {name} | {} |", rows.iter().map(|r| cell(r)).collect::<Vec<_>>().join(" | "));
     };
     line("start: API requests by verb (filling the caches)", &|r| verbs(&r.startup_requests, 0));
     line("fresh install: reconciles", &|r| format!("{}", r.install_reconciles));
@@ -658,12 +675,63 @@ fn print_table(rows: &[Row]) {
     line("RSS at the end: anonymous / mapped file", &|r| format!("{} / {}", mib(r.rss_anon_kib), mib(r.rss_file_kib)));
     let labels: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.label).collect();
     for label in labels {
-        let same: Vec<&Row> = rows.iter().filter(|r| r.label == label).collect();
+        let same: Vec<&Row> = rows.iter().copied().filter(|r| r.label == label).collect();
         for pair in same.windows(2) {
             let (a, b) = (pair[0], pair[1]);
             let growth = (b.peak_rss_kib as f64 - a.peak_rss_kib as f64) / (b.dogus as f64 - a.dogus as f64);
             println!("\npeak RSS growth {label} from {} to {} dogus: {growth:.1} KiB per dogu", a.dogus, b.dogus);
         }
+    }
+}
+
+/// Every run's install against its own floor, per size and binary, and the median and range of each.
+fn print_spread(rows: &[Row]) {
+    let seconds = |d: Duration| d.as_secs_f64();
+    let mut groups: BTreeMap<(usize, &str), Vec<&Row>> = BTreeMap::new();
+    for row in rows {
+        groups.entry((row.dogus, row.label)).or_default().push(row);
+    }
+    println!(
+        "\n| dogus | binary | run | to Completed=True | floor | install / floor | from the Blueprint stored / floor | every Dogu installed | peak RSS |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for ((dogus, label), runs) in groups {
+        let ratio = |r: &Row| seconds(r.install_wall) / seconds(r.floor_wall).max(f64::EPSILON);
+        let stored_ratio = |r: &Row| {
+            seconds(r.install_wall.saturating_sub(r.blueprint_stored)) / seconds(r.floor_wall).max(f64::EPSILON)
+        };
+        let binary = if label.is_empty() { "this build" } else { label };
+        for r in &runs {
+            println!(
+                "| {dogus} | {binary} | {} | {:.2} s | {:.2} s | {:.2} | {:.2} | {:.2} s | {:.1} MiB |",
+                r.run + 1,
+                seconds(r.install_wall),
+                seconds(r.floor_wall),
+                ratio(r),
+                stored_ratio(r),
+                seconds(r.dogus_installed),
+                r.peak_rss_kib as f64 / 1024.0
+            );
+        }
+        let spread = |value: &dyn Fn(&Row) -> f64, unit: &str| {
+            let mut values: Vec<f64> = runs.iter().map(|r| value(r)).collect();
+            values.sort_by(f64::total_cmp);
+            let median = if values.len() % 2 == 1 {
+                values[values.len() / 2]
+            } else {
+                (values[values.len() / 2 - 1] + values[values.len() / 2]) / 2.0
+            };
+            format!("{median:.2}{unit} ({:.2}-{:.2})", values[0], values[values.len() - 1])
+        };
+        println!(
+            "| {dogus} | {binary} | median (range) | {} | {} | {} | {} | {} | {} |",
+            spread(&|r| seconds(r.install_wall), " s"),
+            spread(&|r| seconds(r.floor_wall), " s"),
+            spread(&ratio, ""),
+            spread(&stored_ratio, ""),
+            spread(&|r| seconds(r.dogus_installed), " s"),
+            spread(&|r| r.peak_rss_kib as f64 / 1024.0, " MiB"),
+        );
     }
 }
 
