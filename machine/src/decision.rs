@@ -157,38 +157,6 @@ impl Operation {
     }
 }
 
-/// The actions as runs that the executor may perform at once, in order: consecutive actions of the
-/// config or the dogu stage, each on another object. The config stage's pause patches form their own
-/// run before its writes (a dogu is paused before its config changes); components and the
-/// self-upgrade are applied one by one, in the order decided.
-pub fn independent_runs(actions: &[Action]) -> Vec<std::ops::Range<usize>> {
-    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut objects = std::collections::BTreeSet::new();
-    for (index, action) in actions.iter().enumerate() {
-        let joins = runs.last().is_some_and(|run| {
-            let previous = &actions[run.end - 1];
-            let together = match action.stage {
-                Stage::Dogus => previous.stage == Stage::Dogus,
-                Stage::Config => {
-                    previous.stage == Stage::Config
-                        && matches!(previous.operation, Operation::WriteConfig { .. })
-                            == matches!(action.operation, Operation::WriteConfig { .. })
-                }
-                Stage::SelfUpgrade | Stage::Components => false,
-            };
-            together && !objects.contains(&action.operation.object())
-        });
-        if joins {
-            runs.last_mut().expect("joined a run").end = index + 1;
-        } else {
-            objects.clear();
-            runs.push(index..index + 1);
-        }
-        objects.insert(action.operation.object());
-    }
-    runs
-}
-
 /// Which config object a write goes to.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "camelCase", tag = "store", content = "dogu")]
@@ -322,9 +290,9 @@ mod seconds {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplyFailure {
-    /// Index into [`Decision::actions`] of the action that failed: the lowest of its run of independent
-    /// actions ([`independent_runs`]) if more than one failed. The earlier runs were performed; of its run,
-    /// any other action may have been.
+    /// Index into [`Decision::actions`] of the action that failed: if more than one failed, the lowest
+    /// of the earliest stage that failed ([`crate::schedule::Scheduler::failure`]). Every action of an
+    /// earlier stage was performed; of its stage and the later ones, any other action may have been.
     pub action: usize,
     pub kind: FailureKind,
     /// What went wrong, for the condition and the event (never contains a secret value).
@@ -358,37 +326,6 @@ impl fmt::Display for FailureKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn action(stage: Stage, name: &str, write: bool) -> Action {
-        let operation = if write {
-            Operation::WriteConfig {
-                target: ConfigTarget::Dogu(name.into()),
-                base: ObjectBase::Absent,
-                set: Vec::new(),
-                remove: Vec::new(),
-            }
-        } else {
-            Operation::PatchDogu { name: name.into(), patch: serde_json::json!({}) }
-        };
-        Action { stage, reason: String::new(), operation }
-    }
-
-    #[test]
-    fn independent_runs_never_hold_an_object_twice_nor_components_together() {
-        let dogus =
-            [action(Stage::Dogus, "a", false), action(Stage::Dogus, "b", false), action(Stage::Dogus, "a", false)];
-        assert_eq!(independent_runs(&dogus), [0..2, 2..3], "a second action on dogus/a waits for the first");
-        let component = |name: &str| Action {
-            stage: Stage::Components,
-            reason: String::new(),
-            operation: Operation::DeleteComponent { name: name.into() },
-        };
-        assert_eq!(independent_runs(&[component("x"), component("y")]), [0..1, 1..2]);
-        let config =
-            [action(Stage::Config, "a", false), action(Stage::Config, "a", true), action(Stage::Config, "b", true)];
-        assert_eq!(independent_runs(&config), [0..1, 1..3], "the pause before the writes");
-        assert_eq!(independent_runs(&[]), Vec::<std::ops::Range<usize>>::new());
-    }
 
     #[test]
     fn config_labels_read_back_as_their_target() {

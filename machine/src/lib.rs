@@ -11,7 +11,7 @@
 //! decision with their parts, the names of shared objects ([`naming`]), the config format shared with
 //! the dogu operator ([`config_format`]), the conversion between the Blueprint API's versions
 //! ([`conversion`]), dogu descriptors ([`descriptor`]), which Secrets a blueprint may read
-//! ([`secret_access`]), the condition and event
+//! ([`secret_access`]), which of a decision's actions may run at once ([`schedule`]), the condition and event
 //! reasons, and the entry functions. Everything else is private to the crate.
 
 #![warn(unreachable_pub)]
@@ -29,6 +29,7 @@ pub mod keys_from_secrets;
 pub mod naming;
 pub mod observation;
 pub mod reconcile_request;
+pub mod schedule;
 pub mod secret_access;
 
 mod diff;

@@ -57,8 +57,8 @@ pub struct Record {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Execution {
-    /// How many of the decision's actions were performed: those of every run of independent actions
-    /// before a failure (`independent_runs`), and of the failed run those that succeeded.
+    /// How many of the decision's actions were performed: all of them without a failure; after one,
+    /// every action of the earlier stages and some of its stage and the later ones (`schedule`).
     pub performed: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<ApplyFailure>,

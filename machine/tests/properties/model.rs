@@ -15,11 +15,32 @@ use blueprint_machine::observation::{
     ConfigObservation, DescriptorEntry, DescriptorLookup, ObjectBase, Observation, OperatorFacts, ReferencedConfigMap,
     ReferencedSecret,
 };
+use blueprint_machine::schedule::Scheduler;
 use blueprint_machine::{ApplyFailure, FailureKind};
 use blueprint_machine::{config_format, keys_from_secrets};
 use serde_json::Value;
 
 use blueprint_machine::fixtures::{NAMESPACE, at, digest};
+
+/// How many actions the executor sends at once (the shell's `IN_FLIGHT`).
+pub const IN_FLIGHT: usize = 8;
+
+/// The order in which the executor starts a decision's actions when each succeeds: batches of up to
+/// [`IN_FLIGHT`] that the scheduler releases together.
+pub fn batches(decision: &Decision) -> Vec<Vec<usize>> {
+    let mut scheduler = Scheduler::new(&decision.actions);
+    let mut batches = Vec::new();
+    loop {
+        let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(IN_FLIGHT).collect();
+        if batch.is_empty() {
+            return batches;
+        }
+        for &index in &batch {
+            scheduler.finished(index, true);
+        }
+        batches.push(batch);
+    }
+}
 
 /// One config object of the model, with plaintext values (the model is the cluster, not an observation).
 #[derive(Clone, Debug, Default)]
@@ -161,22 +182,29 @@ impl Model {
         self.execute_only(decision, |index| index < limit)
     }
 
-    /// The actions as the executor performs them when one may fail: run by run; a failure ends after
-    /// its run, in which every other action may still have been performed (they are sent at once), and
-    /// the lowest failed index is reported.
-    pub fn execute_runs(&mut self, decision: &Decision) -> Result<(), ApplyFailure> {
-        for run in blueprint_machine::decision::independent_runs(&decision.actions) {
-            let mut first = None;
-            for index in run {
-                if let Err((kind, message)) = self.perform(&decision.actions[index].operation) {
-                    first.get_or_insert(ApplyFailure { action: index, kind, message });
+    /// The actions as the executor performs them when one may fail: as the scheduler releases them, up
+    /// to [`IN_FLIGHT`] at once, each batch performed whole (after a failure the others in flight still
+    /// end), and the failure the scheduler reports.
+    pub fn execute_scheduled(&mut self, decision: &Decision) -> Result<(), ApplyFailure> {
+        let mut scheduler = Scheduler::new(&decision.actions);
+        let mut failures = BTreeMap::new();
+        loop {
+            let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(IN_FLIGHT).collect();
+            if batch.is_empty() {
+                break;
+            }
+            for index in batch {
+                let result = self.perform(&decision.actions[index].operation);
+                scheduler.finished(index, result.is_ok());
+                if let Err((kind, message)) = result {
+                    failures.insert(index, ApplyFailure { action: index, kind, message });
                 }
             }
-            if let Some(failure) = first {
-                return Err(failure);
-            }
         }
-        Ok(())
+        match scheduler.failure() {
+            Some(index) => Err(failures.remove(&index).expect("the reported failure happened")),
+            None => Ok(()),
+        }
     }
 
     /// The actions `performed` selects, in order (those of one run touch different objects, so their

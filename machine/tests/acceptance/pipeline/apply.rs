@@ -58,12 +58,25 @@ fn case_85_upgrading_dogus_are_paused_before_their_config_changes() {
     }
 }
 
-/// The executor performs each run of independent actions at once: the pauses, then the config writes,
-/// then the upgrades (never a config write before its dogu's pause, nor an upgrade before its config).
+/// The executor starts the actions as the scheduler releases them: both pauses first, the config
+/// writes once every pause is done, each upgrade once its own config is written (D59: cas's upgrade does
+/// not wait for redmine's config).
 #[test]
-fn the_pauses_the_config_writes_and_the_upgrades_are_three_runs() {
+fn the_pauses_then_the_config_writes_then_each_upgrade_after_its_own_config() {
     let decision = redmine_and_cas_upgraded_with_config();
-    assert_eq!(blueprint_machine::decision::independent_runs(&decision.actions), [0..2, 2..4, 4..6]);
+    let mut scheduler = blueprint_machine::schedule::Scheduler::new(&decision.actions);
+    let startable = |scheduler: &mut blueprint_machine::schedule::Scheduler| {
+        std::iter::from_fn(|| scheduler.start()).collect::<Vec<_>>()
+    };
+    assert_eq!(startable(&mut scheduler), [0, 1], "the pauses");
+    scheduler.finished(0, true);
+    assert!(startable(&mut scheduler).is_empty(), "no config write before every pause");
+    scheduler.finished(1, true);
+    assert_eq!(startable(&mut scheduler), [3, 2], "the config writes, cas's first (its upgrade comes first)");
+    scheduler.finished(3, true);
+    assert_eq!(startable(&mut scheduler), [4], "cas's upgrade after its own config, with redmine's still pending");
+    scheduler.finished(2, true);
+    assert_eq!(startable(&mut scheduler), [5]);
 }
 
 #[test]

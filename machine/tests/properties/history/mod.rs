@@ -6,7 +6,7 @@
 mod checks;
 mod edits;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use blueprint_machine::api::{BlueprintDogu, BlueprintSpec, ConfigEntry, Dogu, MaskDogu};
 use blueprint_machine::decision::Decision;
@@ -14,7 +14,7 @@ use blueprint_machine::{State, conditions};
 use proptest::prelude::*;
 
 use super::generate::{self, DOGUS, KEYS, VALUES, VERSIONS};
-use super::model::{Model, Store};
+use super::model::{self, Model, Store};
 
 use checks::{no_regression, satisfied};
 use edits::apply_drift;
@@ -25,10 +25,10 @@ pub use edits::apply_edit;
 pub enum Step {
     /// A reconcile: observe, decide, perform every action, write the status.
     Reconcile,
-    /// A reconcile cut off in the run of independent actions that holds action `performed` (the
-    /// executor sends a run's actions at once): every earlier run is done, of that run the actions
-    /// `within` selects (bit i: its i-th action), nothing later; the process dies before the status
-    /// write and the next one starts with nothing in memory.
+    /// A reconcile cut off in the batch of actions in flight when `performed` had ended (the executor
+    /// sends up to 8 that the scheduler releases at once): every earlier batch is done, of that batch
+    /// the actions `within` selects (bit i: its i-th action), nothing later; the process dies before
+    /// the status write and the next one starts with nothing in memory.
     Crash {
         performed: usize,
         within: u8,
@@ -271,16 +271,22 @@ impl Run {
         let observation = self.model.observe();
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
-        let runs = blueprint_machine::decision::independent_runs(&decision.actions);
-        let performed = |index: usize| match cut {
-            None => true,
-            Some((at, within)) => match runs.iter().find(|run| run.contains(&at)) {
-                None => true,
-                Some(cut_run) if index < cut_run.start => true,
-                Some(cut_run) if cut_run.contains(&index) => within & (1 << ((index - cut_run.start) % 8)) != 0,
-                Some(_) => false,
-            },
+        let performed: BTreeSet<usize> = match cut {
+            None => (0..decision.actions.len()).collect(),
+            Some((at, within)) => {
+                let mut performed = BTreeSet::new();
+                for batch in model::batches(&decision) {
+                    if performed.len() + batch.len() > at {
+                        let selected = batch.iter().enumerate().filter(|(i, _)| within & (1 << (i % 8)) != 0);
+                        performed.extend(selected.map(|(_, index)| *index));
+                        break;
+                    }
+                    performed.extend(batch);
+                }
+                performed
+            }
         };
+        let performed = |index: usize| performed.contains(&index);
         if let Err(failure) = self.model.execute_only(&decision, performed) {
             // On a fresh observation nothing may fail: a failure is a wrong decision (a create of
             // something that exists, a write based on a version that is not the observed one).
@@ -317,7 +323,7 @@ impl Run {
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
         let before = self.model.clone();
-        let failure = self.model.execute_runs(&decision).err();
+        let failure = self.model.execute_scheduled(&decision).err();
         no_regression(&before, &self.model)?;
         let decision = match failure {
             Some(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
