@@ -396,3 +396,50 @@ async fn a_component_create_that_finds_the_component_reads_it() {
     );
     assert_eq!(outcome.execution.failure, None, "the same install is accepted");
 }
+
+/// D59: each dogu's CR follows the global config and its own config, and the first dogus' CRs do not
+/// wait for the last dogus' config. (The mock answers in the order the requests arrive, so the order is
+/// the scheduler's: the global config and the first dogu's config are answered first.)
+#[tokio::test]
+async fn each_dogu_follows_its_own_config_not_every_dogus() {
+    let names: Vec<String> = (0..12).map(|i| format!("dogu{i:02}")).collect();
+    let dogus: Vec<String> = names.iter().map(|n| format!("{{name: official/{n}, version: 1.0.0-1}}")).collect();
+    let config: Vec<String> = names.iter().map(|n| format!("{n}: [{{key: logging/root, value: WARN}}]")).collect();
+    let spec = format!(
+        "{{displayName: x, blueprint: {{dogus: [{}], config: {{global: [{{key: fqdn, value: ces.example.com}}], dogus: {{{}}}}}}}}}",
+        dogus.join(", "),
+        config.join(", ")
+    );
+    let mut harness = Harness::new(&spec).config(config_map(
+        "global-config",
+        "global-config",
+        None,
+        [("config.yaml", "fqdn: old.example.com\n")],
+        "17",
+    ));
+    for name in &names {
+        harness = harness.descriptor(&format!("official/{name}"), "1.0.0-1");
+    }
+    let (outcome, requests) = harness.reconcile(healthy(harness.blueprint.clone())).await;
+    assert_eq!(outcome.execution.failure, None);
+    assert_eq!(outcome.execution.performed, 25, "12 config maps, the global config, 12 Dogu CRs");
+    let at = |wanted: &dyn Fn(&Recorded) -> bool| requests.iter().position(wanted).expect("the request was sent");
+    let global = at(&|r| r.line() == "PATCH /api/v1/namespaces/ecosystem/configmaps/global-config");
+    let config_of = |name: &str| {
+        at(&|r| {
+            r.line() == "POST /api/v1/namespaces/ecosystem/configmaps"
+                && r.body["metadata"]["name"] == format!("{name}-config")
+        })
+    };
+    let dogu_of = |name: &str| at(&|r| r.line() == format!("POST {DOGU_PATH}") && r.body["metadata"]["name"] == name);
+    for name in &names {
+        assert!(global < dogu_of(name), "{name}'s CR after the global config");
+        assert!(config_of(name) < dogu_of(name), "{name}'s CR after its own config");
+    }
+    let last_config = names.iter().map(|n| config_of(n)).max().unwrap();
+    assert!(
+        dogu_of(&names[0]) < last_config,
+        "the first dogu did not wait for the last dogu's config: {:?}",
+        lines(&requests)
+    );
+}
