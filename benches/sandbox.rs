@@ -26,8 +26,9 @@
 //!
 //! One run of a size says little about its time against the floor: the same build's install and the
 //! floor each moved by half between runs on the same machine. `SANDBOX_BENCH_RUNS=N` measures each size
-//! N times, each run's operators followed by its own floor, and prints every run's install, floor and
-//! their ratio, with the median and the spread.
+//! N times, each run's operators followed by its own floor (with `SANDBOX_BENCH_BEFORE`, the two builds
+//! take turns going first), and prints every run's install, floor and their ratio, with the median and
+//! the spread.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -182,6 +183,10 @@ fn main() {
             if let Some(before) = &before {
                 binaries.insert(0, ("before", before.clone()));
                 binaries[1].0 = "after";
+                // Which goes first alternates between runs: the API server's state moves during a run.
+                if run % 2 == 1 {
+                    binaries.reverse();
+                }
             }
             let mut floor_wall = None;
             for (label, binary) in binaries {

@@ -184,10 +184,11 @@ impl Model {
 
     /// The actions as the executor performs them when one may fail: as the scheduler releases them, up
     /// to [`IN_FLIGHT`] at once, each batch performed whole (after a failure the others in flight still
-    /// end), and the failure the scheduler reports.
-    pub fn execute_scheduled(&mut self, decision: &Decision) -> Result<(), ApplyFailure> {
+    /// end); which were performed, and the failure the scheduler reports.
+    pub fn execute_scheduled(&mut self, decision: &Decision) -> (Vec<bool>, Result<(), ApplyFailure>) {
         let mut scheduler = Scheduler::new(&decision.actions);
         let mut failures = BTreeMap::new();
+        let mut performed = vec![false; decision.actions.len()];
         loop {
             let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(IN_FLIGHT).collect();
             if batch.is_empty() {
@@ -196,15 +197,17 @@ impl Model {
             for index in batch {
                 let result = self.perform(&decision.actions[index].operation);
                 scheduler.finished(index, result.is_ok());
+                performed[index] = result.is_ok();
                 if let Err((kind, message)) = result {
                     failures.insert(index, ApplyFailure { action: index, kind, message });
                 }
             }
         }
-        match scheduler.failure() {
+        let result = match scheduler.failure() {
             Some(index) => Err(failures.remove(&index).expect("the reported failure happened")),
             None => Ok(()),
-        }
+        };
+        (performed, result)
     }
 
     /// The actions `performed` selects, in order (those of one run touch different objects, so their

@@ -323,12 +323,19 @@ impl Run {
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
         let before = self.model.clone();
-        let failure = self.model.execute_scheduled(&decision).err();
+        let (performed, result) = self.model.execute_scheduled(&decision);
         no_regression(&before, &self.model)?;
-        let decision = match failure {
-            Some(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
-            None => decision,
+        let decision = match result {
+            Err(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
+            Ok(()) => decision,
         };
+        // An event that reports a stage as applied is published only if all of that stage was (D59).
+        for event in &decision.events {
+            let Some(stage) = event.stage else { continue };
+            let missing: Vec<usize> =
+                (0..performed.len()).filter(|&i| decision.actions[i].stage == stage && !performed[i]).collect();
+            prop_assert!(missing.is_empty(), "{} reports {stage} applied; not performed: {missing:?}", event.reason);
+        }
         self.store(&decision);
         self.decisions.push(decision);
         Ok(())
