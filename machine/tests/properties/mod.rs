@@ -538,8 +538,7 @@ proptest! {
     fn stale_reads_never_regress(
         model in generate::model(World::Reachable),
         steps in proptest::collection::vec(
-            prop_oneof![3 => history::step(), 2 => (1..4usize, any::<bool>(), any::<bool>())
-                .prop_map(|(age, dogus, config)| Step::Stale { age, dogus, config })],
+            prop_oneof![3 => history::step(), 2 => history::stale()],
             1..30,
         ),
     ) {

@@ -183,14 +183,18 @@ impl Model {
     }
 
     /// The actions as the executor performs them when one may fail: as the scheduler releases them, up
-    /// to [`IN_FLIGHT`] at once, each batch performed whole (after a failure the others in flight still
+    /// to `in_flight` at once, each batch performed whole (after a failure the others in flight still
     /// end); which were performed, and the failure the scheduler reports.
-    pub fn execute_scheduled(&mut self, decision: &Decision) -> (Vec<bool>, Result<(), ApplyFailure>) {
+    pub fn execute_scheduled(
+        &mut self,
+        decision: &Decision,
+        in_flight: usize,
+    ) -> (Vec<bool>, Result<(), ApplyFailure>) {
         let mut scheduler = Scheduler::new(&decision.actions);
         let mut failures = BTreeMap::new();
         let mut performed = vec![false; decision.actions.len()];
         loop {
-            let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(IN_FLIGHT).collect();
+            let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(in_flight.max(1)).collect();
             if batch.is_empty() {
                 break;
             }

@@ -34,11 +34,14 @@ pub enum Step {
         within: u8,
     },
     /// A reconcile on an observation whose Dogus (`dogus`), Components and config (`config`) are
-    /// `age` snapshots old: caches that have not yet shown recent writes.
+    /// `age` snapshots old: caches that have not yet shown recent writes. Its actions are sent
+    /// `in_flight` at a time (1 to the executor's 8), so a failure may come with any other actions
+    /// under way.
     Stale {
         age: usize,
         dogus: bool,
         config: bool,
+        in_flight: usize,
     },
     /// The dogu and component operators catch up: install, upgrade, restart, report health.
     Progress,
@@ -137,11 +140,17 @@ fn drift() -> impl Strategy<Value = Drift> {
 }
 
 /// Anything, crashes and stale reads included.
+/// A stale reconcile (see [`Step::Stale`]).
+pub fn stale() -> impl Strategy<Value = Step> {
+    (1..4usize, any::<bool>(), any::<bool>(), 1..=model::IN_FLIGHT)
+        .prop_map(|(age, dogus, config, in_flight)| Step::Stale { age, dogus, config, in_flight })
+}
+
 pub fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         8 => Just(Step::Reconcile),
         2 => (0..6usize, any::<u8>()).prop_map(|(performed, within)| Step::Crash { performed, within }),
-        2 => (1..4usize, any::<bool>(), any::<bool>()).prop_map(|(age, dogus, config)| Step::Stale { age, dogus, config }),
+        2 => stale(),
         6 => Just(Step::Progress),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Flap { dogu }),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Break { dogu }),
@@ -244,7 +253,7 @@ impl Run {
         match step {
             Step::Reconcile => self.reconcile(None)?,
             Step::Crash { performed, within } => self.reconcile(Some((*performed, *within)))?,
-            Step::Stale { age, dogus, config } => self.stale(*age, *dogus, *config)?,
+            Step::Stale { age, dogus, config, in_flight } => self.stale(*age, *dogus, *config, *in_flight)?,
             Step::Progress => self.model.operators_progress(),
             Step::Flap { dogu } => {
                 if let Some(d) = self.model.dogus.get_mut(DOGUS[*dogu]) {
@@ -305,7 +314,7 @@ impl Run {
     /// A reconcile on an observation whose object caches lag; the Blueprint is current (the reflector
     /// is monotonic and the operator reads its own status writes). Optimistic concurrency must make
     /// any write the current cluster would regress through fail instead.
-    fn stale(&mut self, age: usize, dogus: bool, config: bool) -> Result<(), TestCaseError> {
+    fn stale(&mut self, age: usize, dogus: bool, config: bool, in_flight: usize) -> Result<(), TestCaseError> {
         let Some(old) = self.past.len().checked_sub(age + 1).and_then(|i| self.past.get(i)).cloned() else {
             return self.reconcile(None);
         };
@@ -323,7 +332,7 @@ impl Run {
         let decision = blueprint_machine::reconcile(&observation);
         self.check(&observation, &decision)?;
         let before = self.model.clone();
-        let (performed, result) = self.model.execute_scheduled(&decision);
+        let (performed, result) = self.model.execute_scheduled(&decision, in_flight);
         no_regression(&before, &self.model)?;
         let decision = match result {
             Err(failure) => blueprint_machine::record_failure(&observation, &decision, &failure),
