@@ -42,7 +42,6 @@ pub struct Scheduler {
     rank: Vec<usize>,
     ready: BinaryHeap<Reverse<(usize, usize)>>,
     performed: Vec<bool>,
-    performed_count: usize,
     /// The lowest index not performed yet.
     prefix: usize,
     /// The earliest stage that failed, with the lowest failed index of that stage.
@@ -119,7 +118,6 @@ impl Scheduler {
             rank,
             ready: BinaryHeap::new(),
             performed: vec![false; n],
-            performed_count: 0,
             prefix: 0,
             failure: None,
         };
@@ -150,7 +148,6 @@ impl Scheduler {
             return;
         }
         self.performed[index] = true;
-        self.performed_count += 1;
         // First the prefix: an action released by both conditions now is released once, below.
         while self.prefix < self.performed.len() && self.performed[self.prefix] {
             self.prefix += 1;
@@ -170,7 +167,7 @@ impl Scheduler {
 
     /// How many actions were performed.
     pub fn performed(&self) -> usize {
-        self.performed_count
+        self.performed.iter().filter(|&&performed| performed).count()
     }
 
     /// The failure to report: of the earliest stage that failed, the lowest index.
