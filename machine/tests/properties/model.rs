@@ -25,21 +25,31 @@ use blueprint_machine::fixtures::{NAMESPACE, at, digest};
 /// How many actions the executor sends at once (the shell's `IN_FLIGHT`).
 pub const IN_FLIGHT: usize = 8;
 
-/// The order in which the executor starts a decision's actions when each succeeds: batches of up to
-/// [`IN_FLIGHT`] that the scheduler releases together.
-pub fn batches(decision: &Decision) -> Vec<Vec<usize>> {
+/// Drives the scheduler as the executor does: up to `in_flight` actions released at once, each batch
+/// ended whole (`perform` says whether an action succeeded); the batches, and the scheduler at the end.
+pub fn in_batches(
+    decision: &Decision,
+    in_flight: usize,
+    mut perform: impl FnMut(usize) -> bool,
+) -> (Vec<Vec<usize>>, Scheduler) {
     let mut scheduler = Scheduler::new(&decision.actions);
     let mut batches = Vec::new();
     loop {
-        let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(IN_FLIGHT).collect();
+        let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(in_flight.max(1)).collect();
         if batch.is_empty() {
-            return batches;
+            return (batches, scheduler);
         }
         for &index in &batch {
-            scheduler.finished(index, true);
+            scheduler.finished(index, perform(index));
         }
         batches.push(batch);
     }
+}
+
+/// The order in which the executor starts a decision's actions when each succeeds: batches of up to
+/// [`IN_FLIGHT`] that the scheduler releases together.
+pub fn batches(decision: &Decision) -> Vec<Vec<usize>> {
+    in_batches(decision, IN_FLIGHT, |_| true).0
 }
 
 /// One config object of the model, with plaintext values (the model is the cluster, not an observation).
@@ -190,23 +200,16 @@ impl Model {
         decision: &Decision,
         in_flight: usize,
     ) -> (Vec<bool>, Result<(), ApplyFailure>) {
-        let mut scheduler = Scheduler::new(&decision.actions);
         let mut failures = BTreeMap::new();
         let mut performed = vec![false; decision.actions.len()];
-        loop {
-            let batch: Vec<usize> = std::iter::from_fn(|| scheduler.start()).take(in_flight.max(1)).collect();
-            if batch.is_empty() {
-                break;
+        let (_, scheduler) = in_batches(decision, in_flight, |index| {
+            let result = self.perform(&decision.actions[index].operation);
+            performed[index] = result.is_ok();
+            if let Err((kind, message)) = result {
+                failures.insert(index, ApplyFailure { action: index, kind, message });
             }
-            for index in batch {
-                let result = self.perform(&decision.actions[index].operation);
-                scheduler.finished(index, result.is_ok());
-                performed[index] = result.is_ok();
-                if let Err((kind, message)) = result {
-                    failures.insert(index, ApplyFailure { action: index, kind, message });
-                }
-            }
-        }
+            performed[index]
+        });
         let result = match scheduler.failure() {
             Some(index) => Err(failures.remove(&index).expect("the reported failure happened")),
             None => Ok(()),
