@@ -30,9 +30,11 @@ pub struct Stores {
     pub health_config: Store<Decoded<ConfigMap>>,
     /// Secrets labelled `k8s.cloudogu.com/type=sensitive-config`.
     pub sensitive_configs: Store<Decoded<Secret>>,
-    /// Every Secret's metadata (no data): to notice changes of referenced Secrets.
+    /// The metadata (no data) of every Secret `sensitive_configs` does not hold: to notice changes of
+    /// referenced Secrets.
     pub secret_metadata: Store<PartialObjectMeta<Secret>>,
-    /// Every ConfigMap's metadata (no data): to notice changes of ConfigMaps `configRef`s name.
+    /// The metadata (no data) of every ConfigMap `config_maps` does not hold: to notice changes of
+    /// ConfigMaps `configRef`s name.
     pub config_map_metadata: Store<PartialObjectMeta<ConfigMap>>,
     /// The backup operator's Restores (empty, and never watched, where its CRD is not installed).
     pub restores: Store<kube::api::DynamicObject>,

@@ -70,6 +70,11 @@ pub mod selector {
     pub const CES_OBJECTS: &str = "app=ces";
     /// Sensitive dogu config.
     pub const SENSITIVE_CONFIG: &str = "k8s.cloudogu.com/type=sensitive-config";
+    /// Every other ConfigMap (those without the label too): the metadata cache of the ConfigMaps
+    /// `configRef`s may name holds only those the `CES_OBJECTS` cache does not.
+    pub const NOT_CES_OBJECTS: &str = "app!=ces";
+    /// Every other Secret: likewise for the metadata cache of the Secrets `secretRef`s may name.
+    pub const NOT_SENSITIVE_CONFIG: &str = "k8s.cloudogu.com/type!=sensitive-config";
 
     /// The health config, by name.
     pub fn health_config() -> String {

@@ -13,7 +13,8 @@
 //! - a config ConfigMap (global or dogu config): every Blueprint; not the local dogu registry's
 //!   ConfigMaps (also `app=ces`): filling that cache of descriptors changes no decision;
 //! - any other Secret: the Blueprints that reference it;
-//! - any ConfigMap a `configRef` names (created, changed or deleted): the Blueprints that reference it;
+//! - any other ConfigMap a `configRef` names (created, changed or deleted; one of the local dogu
+//!   registry's too): the Blueprints that reference it;
 //! - a `BlueprintMask`: every Blueprint.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -221,8 +222,22 @@ pub fn secret_triggers(events: Events<PartialObjectMeta<Secret>>, targets: Targe
     touched(events).flat_map(move |secret| stream::iter(targets.referencing(&secret.name_any()))).boxed()
 }
 
-/// Changes of ConfigMaps (their metadata: every ConfigMap of the namespace), to the Blueprints whose
-/// `configRef`s name them.
+/// Changes of `app=ces` ConfigMaps: a config object's to every Blueprint; any other's (the local dogu
+/// registry's) to the Blueprints whose `configRef`s name it, as for the ConfigMaps of the metadata
+/// cache, which holds the rest.
+pub fn ces_config_map_triggers(events: Events<Decoded<ConfigMap>>, targets: Targets) -> Triggers {
+    touched(events)
+        .flat_map(move |config_map| {
+            stream::iter(match config_object(&config_map) {
+                true => targets.every(),
+                false => targets.referencing_config_map(&config_map.name_any()),
+            })
+        })
+        .boxed()
+}
+
+/// Changes of the ConfigMaps without `app=ces` (their metadata), to the Blueprints whose `configRef`s
+/// name them.
 pub fn config_map_reference_triggers(events: Events<PartialObjectMeta<ConfigMap>>, targets: Targets) -> Triggers {
     touched(events)
         .flat_map(move |config_map| stream::iter(targets.referencing_config_map(&config_map.name_any())))
@@ -285,8 +300,13 @@ pub fn config_object(config_map: &Decoded<ConfigMap>) -> bool {
 mod tests {
     use std::sync::Arc;
 
+    use std::collections::BTreeMap;
+
     use futures::StreamExt;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kube::runtime::reflector;
+
+    use blueprint_machine::naming::label;
 
     use super::*;
 
@@ -372,6 +392,48 @@ mod tests {
             watcher::Event::Apply(annotated("5", &[(request, "2026-12-04T10:05:00Z")])),
         ];
         assert_eq!(triggered_with(events, OwnStatusWrites::default()).await, ["a", "a", "a"]);
+    }
+
+    /// An `app=ces` ConfigMap's change: a config object's triggers every Blueprint; another's (the
+    /// local dogu registry's, or one labelled by hand) only the Blueprints whose `configRef`s name it.
+    /// (The ConfigMaps without the label come through the metadata cache: `config_map_reference_triggers`.)
+    #[tokio::test]
+    async fn an_app_ces_config_map_triggers_every_blueprint_or_those_that_name_it() {
+        let referencing = blueprint_machine::fixtures::blueprint_v3(
+            "{displayName: x, blueprint: {config: {global: [{key: theme, configRef: {name: site-settings, key: theme}}]}}}",
+        );
+        let (reader, mut writer) = reflector::store();
+        for (name, mut object) in
+            [("a", referencing), ("b", blueprint_machine::fixtures::blueprint_of(Default::default()))]
+        {
+            object.metadata.name = Some(name.into());
+            object.metadata.namespace = Some("ecosystem".into());
+            object.metadata.generation = Some(1);
+            writer.apply_watcher_event(&watcher::Event::Apply(Decoded::Object(Arc::new(object))));
+        }
+        let config_map = |name: &str, labels: BTreeMap<String, String>| {
+            let metadata = ObjectMeta { name: Some(name.into()), labels: Some(labels), ..Default::default() };
+            Ok(watcher::Event::Apply(Decoded::Object(Arc::new(ConfigMap { metadata, ..Default::default() }))))
+        };
+        let ces = || BTreeMap::from([(label::APP.to_owned(), "ces".to_owned())]);
+        let mut dogu_config = ces();
+        dogu_config.insert(label::CONFIG_TYPE.into(), label::DOGU_CONFIG_TYPE.into());
+        dogu_config.insert(label::DOGU.into(), "postfix".into());
+        let triggered_by = |event| {
+            let targets = Targets::new(reader.clone());
+            async move {
+                let mut names: Vec<String> = ces_config_map_triggers(futures::stream::iter([event]).boxed(), targets)
+                    .map(|r| r.name)
+                    .collect()
+                    .await;
+                names.sort();
+                names
+            }
+        };
+        assert_eq!(triggered_by(config_map("postfix-config", dogu_config)).await, ["a", "b"]);
+        assert_eq!(triggered_by(config_map("site-settings", ces())).await, ["a"], "named by a's configRef");
+        let registry = blueprint_machine::naming::local_registry_labels("cas");
+        assert!(triggered_by(config_map("dogu-spec-cas", registry)).await.is_empty());
     }
 
     /// The finding: the list at the start named the Blueprints from a store the reflector fills only

@@ -1,10 +1,10 @@
 //! The Secrets and ConfigMaps a blueprint references, read by name and cached by `resourceVersion`.
 //!
 //! Referenced objects are arbitrary objects of the namespace; caching them all (Helm release Secrets
-//! among them) would cost memory and exposure. Instead the controller watches their *metadata* only,
-//! and reads a referenced object (one GET) only when its `resourceVersion` differs from the one whose
-//! observation is cached. A steady-state reconcile reads nothing. What is cached is the observation
-//! (a Secret's digests, never its values).
+//! among them) would cost memory and exposure. Instead the controller watches their *metadata* only
+//! (of those its config caches do not hold whole), and reads a referenced object (one GET) only when
+//! its `resourceVersion` differs from the one whose observation is cached. A steady-state reconcile
+//! reads nothing. What is cached is the observation (a Secret's digests, never its values).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -16,6 +16,31 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde::de::DeserializeOwned;
 
 use super::decoded::{Decoded, Lenient};
+
+/// Where the `resourceVersion`s of a kind's objects are found: its metadata cache holds the objects
+/// that the cache of whole objects (the config objects of the kind) does not; each object is in one.
+pub struct Versions<'a, K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Lenient + std::fmt::Debug + 'static,
+{
+    pub metadata: &'a Store<PartialObjectMeta<K>>,
+    pub whole: &'a Store<Decoded<K>>,
+    pub namespace: &'a str,
+}
+
+impl<K> Versions<'_, K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Lenient + std::fmt::Debug + 'static,
+{
+    /// The `resourceVersion` of the object `name`; `None`: there is no such object.
+    pub fn of(&self, name: &str) -> Option<String> {
+        let version = |meta: &kube::core::ObjectMeta| meta.resource_version.clone().unwrap_or_default();
+        if let Some(meta) = self.metadata.get(&ObjectRef::new(name).within(self.namespace)) {
+            return Some(version(&meta.metadata));
+        }
+        self.whole.get(&ObjectRef::new(name).within(self.namespace)).map(|object| version(object.meta()))
+    }
+}
 
 /// The observations of referenced objects of one kind, by name, with the version they were made of.
 pub struct ByVersion<V> {
@@ -34,21 +59,19 @@ impl<V: Clone> ByVersion<V> {
     pub async fn observe<K>(
         &self,
         names: &BTreeSet<String>,
-        metadata: &Store<PartialObjectMeta<K>>,
+        versions: Versions<'_, K>,
         api: &Api<Decoded<K>>,
-        namespace: &str,
         observe: impl Fn(Option<&Decoded<K>>) -> V,
     ) -> Result<BTreeMap<String, V>, kube::Error>
     where
-        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Lenient + std::fmt::Debug,
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Lenient + std::fmt::Debug + 'static,
     {
         let mut observed = BTreeMap::new();
         for name in names {
-            let Some(meta) = metadata.get(&ObjectRef::new(name).within(namespace)) else {
+            let Some(version) = versions.of(name) else {
                 observed.insert(name.clone(), observe(None));
                 continue;
             };
-            let version = meta.metadata.resource_version.clone().unwrap_or_default();
             let cached = self
                 .cache
                 .lock()

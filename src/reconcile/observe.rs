@@ -13,6 +13,7 @@ use blueprint_machine::observation::{DescriptorEntry, Observation, ReferencedSec
 
 use super::{CACHE_WAIT, Context, ObserveError};
 use crate::observe::decoded::{Decoded, Undecodable};
+use crate::observe::referenced::Versions;
 use crate::observe::{
     Snapshot, debug_mode_observation, is_health_config, referenced_config_map, referenced_secret, restore_observation,
 };
@@ -50,9 +51,10 @@ pub(super) async fn observe(
         Some(reading) => {
             let (namespace, digester) = (&context.namespace, &context.digester);
             let api = Api::<Decoded<Secret>>::namespaced(context.client.clone(), namespace);
+            let versions = Versions { metadata: &stores.secret_metadata, whole: &stores.sensitive_configs, namespace };
             let secrets = context
                 .secrets
-                .observe(&reading.referenced_secrets(), &stores.secret_metadata, &api, namespace, |read| match read {
+                .observe(&reading.referenced_secrets(), versions, &api, |read| match read {
                     Some(Decoded::Undecodable(_)) => ReferencedSecret::Unreadable,
                     Some(Decoded::Object(secret)) => referenced_secret(Some(secret), digester),
                     None => referenced_secret(None, digester),
@@ -61,9 +63,10 @@ pub(super) async fn observe(
                 .map_err(ObserveError::ReadSecret)?;
             let api = Api::<Decoded<ConfigMap>>::namespaced(context.client.clone(), namespace);
             let names = reading.referenced_config_maps();
+            let versions = Versions { metadata: &stores.config_map_metadata, whole: &stores.config_maps, namespace };
             let config_maps = context
                 .config_maps
-                .observe(&names, &stores.config_map_metadata, &api, namespace, referenced_config_map)
+                .observe(&names, versions, &api, referenced_config_map)
                 .await
                 .map_err(ObserveError::ReadConfigMap)?;
             (secrets, config_maps)

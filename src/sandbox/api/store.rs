@@ -33,6 +33,9 @@ pub struct Record {
     pub namespace: String,
     pub change: Change,
     pub object: Value,
+    /// The object before a modification: a watch with a selector sees a change that makes an object
+    /// match or stop matching as its addition or deletion, as the API server's watch cache shows it.
+    pub previous: Option<Value>,
 }
 
 pub struct Store {
@@ -65,15 +68,18 @@ impl Store {
 
     /// Stores a changed object (already carrying its new resource version) and tells the watches.
     pub fn record(&mut self, key: ObjectKey, change: Change, object: Value, resource_version: u64) {
-        match change {
+        let previous = match change {
             Change::Deleted => {
                 self.objects.remove(&key);
+                None
             }
-            _ => {
+            Change::Added => {
                 self.objects.insert(key.clone(), object.clone());
+                None
             }
-        }
-        let record = Record { resource_version, resource: key.0, namespace: key.1, change, object };
+            Change::Modified => self.objects.insert(key.clone(), object.clone()),
+        };
+        let record = Record { resource_version, resource: key.0, namespace: key.1, change, object, previous };
         self.history.push_back(record.clone());
         while self.history.len() > self.max_history {
             if let Some(dropped) = self.history.pop_front() {

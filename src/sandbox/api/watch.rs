@@ -59,13 +59,27 @@ impl Emulator {
         let api_version = resource.api_version();
         let kind = resource.kind.clone();
         let view = resource.clone();
-        // The record's object as this resource shows it, if the watch wants it.
-        let wanted = move |record: &Record| {
+        // The record as this watch sees it, if at all: its event type and the object as this resource
+        // shows it. A modification that makes the object match the selectors is its addition; one that
+        // makes it stop matching, its deletion, showing the object as it was with the new
+        // resourceVersion (the API server's watch cache does the same).
+        let wanted = move |record: &Record| -> Option<(&'static str, Value)> {
             if record.resource != resource_key || namespace.as_ref().is_some_and(|n| *n != record.namespace) {
                 return None;
             }
             let object = view.present(&record.object);
-            (labels.matches(&object) && fields.matches(&object)).then_some(object)
+            let matches = |object: &Value| labels.matches(object) && fields.matches(object);
+            // Selectors read the metadata, which every version shows alike: the stored form will do.
+            match (record.previous.as_ref().map(matches), matches(&object)) {
+                (Some(false), true) => Some((Change::Added.as_str(), object)),
+                (Some(true), false) => {
+                    let mut before = view.present(record.previous.as_ref()?);
+                    before["metadata"]["resourceVersion"] = object["metadata"]["resourceVersion"].clone();
+                    Some((Change::Deleted.as_str(), before))
+                }
+                (_, true) => Some((record.change.as_str(), object)),
+                (_, false) => None,
+            }
         };
 
         let (mut sender, receiver) = futures::channel::mpsc::channel::<Result<Bytes, Infallible>>(64);
@@ -83,6 +97,7 @@ impl Emulator {
                         namespace: ns.clone(),
                         change: Change::Added,
                         object: object.clone(),
+                        previous: None,
                     })
                     .collect()),
             };
@@ -118,9 +133,9 @@ impl Emulator {
             };
             let mut last = since.unwrap_or(current);
             for record in &backlog {
-                let Some(object) = wanted(record) else { continue };
+                let Some((event_type, object)) = wanted(record) else { continue };
                 last = last.max(record.resource_version);
-                if futures::SinkExt::send(&mut sender, line(record.change.as_str(), &object)).await.is_err() {
+                if futures::SinkExt::send(&mut sender, line(event_type, &object)).await.is_err() {
                     return;
                 }
             }
@@ -155,8 +170,8 @@ impl Emulator {
                                 continue;
                             }
                             last = last.max(record.resource_version);
-                            if let Some(object) = wanted(&record)
-                                && futures::SinkExt::send(&mut sender, line(record.change.as_str(), &object)).await.is_err()
+                            if let Some((event_type, object)) = wanted(&record)
+                                && futures::SinkExt::send(&mut sender, line(event_type, &object)).await.is_err()
                             {
                                 return;
                             }

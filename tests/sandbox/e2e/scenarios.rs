@@ -551,6 +551,11 @@ pub async fn a_blueprint_mask_object_masks_the_blueprint_and_its_changes_are_app
     scene.shutdown().await;
 }
 
+/// Whether a dogu config ConfigMap holds `mail-relay: <relay>`.
+fn has_relay(config_map: &Value, relay: &str) -> bool {
+    config_map["data"]["config.yaml"].as_str().is_some_and(|t| t.contains(&format!("mail-relay: {relay}")))
+}
+
 /// API v3's `configRef`: a dogu and a global value come from a ConfigMap of the namespace (no label
 /// needed); editing that ConfigMap alone (the Blueprint unchanged) updates the config, and a plain value
 /// beside it is never blanked (upstream v3.0.0–v3.0.1 blanked them).
@@ -590,6 +595,23 @@ pub async fn a_referenced_config_map_feeds_the_config_and_its_edits_are_applied(
         .await;
     let done = scene.wait_blueprint(completed).await.unwrap();
     assert_eq!(done.metadata.generation, generation, "only the ConfigMap changed");
+
+    // Labelled `app=ces` (not as config), the ConfigMap moves from the operator's cache of other
+    // ConfigMaps' metadata to its cache of `app=ces` ones, and back once unlabelled: the edit that
+    // moves it and the next one each reach the config.
+    let moves =
+        [(json!({"app": "ces"}), ["relay-c.example.com", "relay-d.example.com"]), (json!({}), ["relay-e", "relay-f"])];
+    for (labels, [moved, edited]) in moves {
+        scene
+            .edit("v1", "ConfigMap", "site-settings", |c| {
+                c["metadata"]["labels"] = labels.clone();
+                c["data"]["mail-relay"] = json!(moved);
+            })
+            .await;
+        scene.wait_for(("v1", "ConfigMap", "postfix-config"), |c| has_relay(c, moved)).await;
+        scene.edit("v1", "ConfigMap", "site-settings", |c| c["data"]["mail-relay"] = json!(edited)).await;
+        scene.wait_for(("v1", "ConfigMap", "postfix-config"), |c| has_relay(c, edited)).await;
+    }
     scene.shutdown().await;
 }
 

@@ -174,6 +174,7 @@ on_both_servers!(
     no_op_writes_change_nothing_and_managed_fields_keep_times,
     delete_with_finalizers,
     watch_semantics,
+    a_selector_watch_sees_objects_enter_and_leave_it,
     discovery,
     tables_use_printer_columns,
     tables_of_built_in_kinds,

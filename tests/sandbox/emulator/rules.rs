@@ -276,6 +276,47 @@ pub async fn watch_semantics(rig: Rig) {
     assert_eq!(events[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
 }
 
+/// A watch with a label selector sees a modification that makes an object match as its addition, and
+/// one that makes it stop matching as its deletion (the object as it was, at the new resourceVersion):
+/// a cache filled by such a watch holds exactly the objects that match (the operator's ConfigMap caches
+/// split the namespace's ConfigMaps by `app=ces`).
+pub async fn a_selector_watch_sees_objects_enter_and_leave_it(rig: Rig) {
+    let cm = rig.configmaps();
+    let (_, created) = rig.call("POST", &cm, JSON, json!({"metadata": {"name": "moving"}})).await;
+    let since = created["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let labelled = |app: Value| json!({"metadata": {"labels": {"app": app}}});
+    let (_, joined) = rig.call("PATCH", &format!("{cm}/moving"), MERGE, labelled(json!("ces"))).await;
+    rig.call("PATCH", &format!("{cm}/moving"), MERGE, json!({"data": {"x": "1"}})).await;
+    let (_, left) = rig.call("PATCH", &format!("{cm}/moving"), MERGE, labelled(Value::Null)).await;
+    let seen = |events: Vec<Value>| -> Vec<(String, String, Value)> {
+        events
+            .iter()
+            .map(|e| {
+                let object = &e["object"];
+                let label = object["metadata"]["labels"]["app"].as_str().unwrap_or("-");
+                (
+                    e["type"].as_str().unwrap().to_owned(),
+                    label.to_owned(),
+                    object["metadata"]["resourceVersion"].clone(),
+                )
+            })
+            .collect()
+    };
+    let version = |object: &Value| object["metadata"]["resourceVersion"].clone();
+    let watch = |selector: &str| {
+        format!("{cm}?watch=true&resourceVersion={since}&timeoutSeconds=1&labelSelector={}", urlencode(selector))
+    };
+    let ces = seen(rig.watch_lines(&watch("app=ces")).await);
+    assert_eq!(ces.len(), 3, "{ces:?}");
+    assert_eq!((ces[0].0.as_str(), ces[0].1.as_str(), &ces[0].2), ("ADDED", "ces", &version(&joined)));
+    assert_eq!((ces[1].0.as_str(), ces[1].1.as_str()), ("MODIFIED", "ces"));
+    assert_eq!((ces[2].0.as_str(), ces[2].1.as_str(), &ces[2].2), ("DELETED", "ces", &version(&left)), "as it was");
+    let others = seen(rig.watch_lines(&watch("app!=ces")).await);
+    assert_eq!(others.len(), 2, "{others:?}");
+    assert_eq!((others[0].0.as_str(), others[0].1.as_str(), &others[0].2), ("DELETED", "-", &version(&joined)));
+    assert_eq!((others[1].0.as_str(), others[1].1.as_str(), &others[1].2), ("ADDED", "-", &version(&left)));
+}
+
 /// The discovery endpoints kubectl uses.
 pub async fn discovery(rig: Rig) {
     let (_, api) = rig.call("GET", "/api", JSON, Value::Null).await;
