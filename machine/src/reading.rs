@@ -41,12 +41,13 @@ pub(crate) struct Published {
 }
 
 impl Read<'_> {
-    /// The effective blueprint for the Blueprint's status: the stored one, shared, when it is what
-    /// this reading writes.
+    /// The effective blueprint for the Blueprint's status: the stored one, or else the spec's manifest
+    /// (without a mask, usually the same), shared, when it is what this reading writes.
     pub(crate) fn published(&self) -> &Published {
         self.published.get_or_init(|| {
             let stored = self.blueprint.status.as_ref().and_then(|s| s.effective_blueprint.as_ref());
-            let manifest = self.effective.to_api_reusing(stored);
+            let wanted = self.blueprint.spec.spec.as_ref().and_then(|s| s.blueprint.as_ref());
+            let manifest = self.effective.to_api_reusing(stored.into_iter().chain(wanted));
             Published { size: crate::status_size::size(&*manifest), manifest }
         })
     }

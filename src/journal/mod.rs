@@ -93,6 +93,7 @@ pub fn redacted(mut observation: Observation) -> Observation {
         .as_mut()
         .map(Arc::make_mut)
         .and_then(|s| s.blueprint.as_mut())
+        .map(Arc::make_mut)
         .and_then(|m| m.config.as_mut());
     if let Some(config) = config {
         let entries =

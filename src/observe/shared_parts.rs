@@ -1,11 +1,13 @@
-//! A Blueprint's spec and effective blueprint, shared between the objects of its watch events.
+//! A Blueprint's spec and effective blueprint, shared between the objects of its watch events, and
+//! with each other.
 //!
 //! Every status write brings the whole Blueprint back as a watch event, decoded afresh: at 1,000
 //! dogus a spec and an effective blueprint of about 0.6 MB each, while the object they replace is
 //! still held by the cache or a reconcile. An event whose spec (or effective blueprint) equals the
 //! previous event's takes that one's, and the copy just decoded is dropped at once: the copies alive
-//! together share one spec and one effective blueprint. Only weak references are kept here: a
-//! Blueprint gone from the cache and every reconcile is not held by this.
+//! together share one spec and one effective blueprint. Without a mask the effective blueprint is
+//! the spec's manifest, and then it is that manifest: one copy for both. Only weak references are
+//! kept here: a Blueprint gone from the cache and every reconcile is not held by this.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -38,9 +40,13 @@ impl SharedParts {
         if let Some(spec) = blueprint.spec.spec.as_mut() {
             share(spec, &mut parts.spec);
         }
+        let wanted = blueprint.spec.spec.as_ref().and_then(|spec| spec.blueprint.clone());
         let status = blueprint.status.as_mut().and_then(Arc::get_mut);
         if let Some(effective) = status.and_then(|s| s.effective_blueprint.as_mut()) {
-            share(effective, &mut parts.effective);
+            match wanted {
+                Some(wanted) if Arc::ptr_eq(&wanted, effective) || wanted == *effective => *effective = wanted,
+                _ => share(effective, &mut parts.effective),
+            }
         }
         // Names whose objects are gone everywhere are forgotten.
         self.seen.retain(|_, parts| parts.spec.strong_count() > 0 || parts.effective.strong_count() > 0);
@@ -66,7 +72,7 @@ mod tests {
     fn event(name: &str, dogu: &str) -> Decoded<Blueprint> {
         let dogus = Some(vec![serde_json::from_value(serde_json::json!({"name": dogu})).unwrap()]);
         let manifest = BlueprintManifest { dogus, ..Default::default() };
-        let spec = BlueprintSpec { blueprint: Some(manifest.clone()), ..Default::default() };
+        let spec = BlueprintSpec { blueprint: Some(Arc::new(manifest.clone())), ..Default::default() };
         Decoded::Object(Arc::new(Blueprint {
             metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
             spec: BlueprintBody { spec: Some(Arc::new(spec)) },
@@ -103,6 +109,27 @@ mod tests {
         let mut other = event("other", "official/ldap");
         shared.share(&mut other);
         assert!(!Arc::ptr_eq(&parts(&other).0, &spec3), "another Blueprint's parts are its own");
+    }
+
+    /// Without a mask the effective blueprint equals the spec's manifest: one copy serves both; with
+    /// one (a different manifest) each stays its own.
+    #[test]
+    fn an_effective_blueprint_equal_to_the_spec_is_the_specs_manifest() {
+        let mut shared = SharedParts::default();
+        let mut unmasked = event("bp", "official/cas");
+        shared.share(&mut unmasked);
+        let (spec, effective) = parts(&unmasked);
+        assert!(Arc::ptr_eq(spec.blueprint.as_ref().unwrap(), &effective), "one manifest");
+
+        let mut masked = event("other", "official/cas");
+        if let Decoded::Object(object) = &mut masked {
+            let status = Arc::make_mut(Arc::make_mut(object).status.as_mut().unwrap());
+            status.effective_blueprint = Some(Arc::new(BlueprintManifest::default()));
+        }
+        shared.share(&mut masked);
+        let (spec, effective) = parts(&masked);
+        assert!(!Arc::ptr_eq(spec.blueprint.as_ref().unwrap(), &effective));
+        assert_eq!(effective.dogus, None, "the effective blueprint as stored");
     }
 
     #[test]

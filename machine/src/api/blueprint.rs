@@ -240,8 +240,10 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     /// The wanted state of the ecosystem.
+    // Shared: without a mask, `status.effectiveBlueprint` is the same manifest, and the controller's
+    // cache holds the two as one (at 1,000 dogus about half a megabyte each).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blueprint: Option<BlueprintManifest>,
+    pub blueprint: Option<Arc<BlueprintManifest>>,
     /// Per-installation overrides of the blueprint's dogus: inline, or in a `BlueprintMask` object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blueprint_mask: Option<BlueprintMask>,

@@ -74,12 +74,15 @@ impl<'a> EffectiveBlueprint<'a> {
         dogus_match && components_match && self.config.written_as(written.config.as_ref())
     }
 
-    /// The manifest of `status.effectiveBlueprint`: `stored`, shared, when it is what this one writes
-    /// (nothing is built then); otherwise built.
-    pub(crate) fn to_api_reusing(&self, stored: Option<&Arc<BlueprintManifest>>) -> Arc<BlueprintManifest> {
-        match stored {
-            Some(stored) if self.written_as(stored) => Arc::clone(stored),
-            _ => Arc::new(self.to_api()),
+    /// The manifest of `status.effectiveBlueprint`: the first of `candidates` (the stored one, the
+    /// spec's), shared, that is what this one writes (nothing is built then); otherwise built.
+    pub(crate) fn to_api_reusing<'m>(
+        &self,
+        candidates: impl IntoIterator<Item = &'m Arc<BlueprintManifest>>,
+    ) -> Arc<BlueprintManifest> {
+        match candidates.into_iter().find(|candidate| self.written_as(candidate)) {
+            Some(written) => Arc::clone(written),
+            None => Arc::new(self.to_api()),
         }
     }
 

@@ -337,11 +337,11 @@ fn build(
 
     let spec = BlueprintSpec {
         display_name: Some("generated".into()),
-        blueprint: Some(BlueprintManifest {
+        blueprint: Some(std::sync::Arc::new(BlueprintManifest {
             dogus: Some(blueprint_dogus),
             components: Some(blueprint_components),
             config: Some(BlueprintConfig { dogus: Some(config), global: Some(global_entries) }),
-        }),
+        })),
         blueprint_mask: Some(BlueprintMask {
             manifest: Some(BlueprintMaskManifest { dogus: Some(mask) }),
             cr_ref: None,

@@ -472,7 +472,7 @@ pub async fn an_invalid_blueprint_is_reported_and_nothing_is_applied(on: On) {
             // What the rules cannot see, the operator reports: a mask for a dogu the blueprint lacks.
             let mut accepted = written.clone();
             let spec = std::sync::Arc::make_mut(accepted.spec.spec.as_mut().unwrap());
-            let manifest = spec.blueprint.as_mut().unwrap();
+            let manifest = std::sync::Arc::make_mut(spec.blueprint.as_mut().unwrap());
             manifest.dogus.as_mut().unwrap()[0].version = Some("2.6.8-3".into());
             manifest.config = None;
             scene.apply_blueprint(&accepted).await.unwrap();
@@ -711,7 +711,7 @@ fn default_blueprint_with(
 ) -> blueprint_machine::api::Blueprint {
     let mut wanted = default_blueprint();
     let spec = std::sync::Arc::make_mut(wanted.spec.spec.as_mut().unwrap());
-    let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
+    let config = std::sync::Arc::make_mut(spec.blueprint.as_mut().unwrap()).config.get_or_insert_with(Default::default);
     config.global.get_or_insert_with(Vec::new).push(global);
     config.dogus.get_or_insert_with(Default::default).entry("postfix".into()).or_default().push(postfix);
     wanted

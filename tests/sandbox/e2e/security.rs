@@ -24,7 +24,7 @@ pub async fn a_blueprint_cannot_read_the_operators_or_helms_secrets(on: On) {
         .await;
     let mut blueprint = default_blueprint();
     let spec = std::sync::Arc::make_mut(blueprint.spec.spec.as_mut().unwrap());
-    let config = spec.blueprint.as_mut().unwrap().config.get_or_insert_with(Default::default);
+    let config = std::sync::Arc::make_mut(spec.blueprint.as_mut().unwrap()).config.get_or_insert_with(Default::default);
     let entry = |key: &str, name: &str, secret_key: &str| blueprint_machine::api::ConfigEntry {
         key: key.into(),
         secret_ref: Some(Box::new(blueprint_machine::api::SecretReference {

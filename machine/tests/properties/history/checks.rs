@@ -75,7 +75,7 @@ pub(super) struct Wanted {
 /// What the current blueprint wants: present dogus (by simple name, with version) and plain config values.
 pub(super) fn wanted(model: &Model) -> Wanted {
     let spec = model.blueprint.blueprint_spec().cloned().unwrap_or_default();
-    let manifest = spec.blueprint.unwrap_or_default();
+    let manifest = spec.blueprint.map(std::sync::Arc::unwrap_or_clone).unwrap_or_default();
     let mask = spec.blueprint_mask.and_then(|m| m.manifest?.dogus).unwrap_or_default();
     let masked = |name: &str| mask.iter().find(|m| simple(&m.name) == simple(name));
     let dogus = manifest

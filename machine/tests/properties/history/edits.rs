@@ -1,12 +1,14 @@
 //! Applying a generated step to the model: spec edits that keep a reachable blueprint reachable, and
 //! administrators' drift.
 
+use std::sync::Arc;
+
 use super::checks::{Wanted, wanted};
 use super::*;
 
 fn spec_mut(model: &mut Model) -> &mut BlueprintSpec {
     model.blueprint.metadata.generation = Some(model.blueprint.metadata.generation.unwrap_or(1) + 1);
-    std::sync::Arc::make_mut(model.blueprint.spec.spec.get_or_insert_with(Default::default))
+    Arc::make_mut(model.blueprint.spec.spec.get_or_insert_with(Default::default))
 }
 
 /// A spec edit that keeps a reachable blueprint reachable: versions only go up, a dogu is removed
@@ -98,7 +100,12 @@ pub fn apply_edit(model: &mut Model, edit: &Edit) {
                 entry.platform_config = None;
                 masks_of(spec).retain(|m| simple(&m.name) != name);
             }
-            if let Some(config) = spec.blueprint.as_mut().and_then(|b| b.config.as_mut()).and_then(|c| c.dogus.as_mut())
+            if let Some(config) = spec
+                .blueprint
+                .as_mut()
+                .map(Arc::make_mut)
+                .and_then(|b| b.config.as_mut())
+                .and_then(|c| c.dogus.as_mut())
             {
                 config.remove(name);
             }
@@ -157,7 +164,8 @@ fn set_config(model: &mut Model, dogu: Option<usize>, wanted: &Wanted, entry: Co
         return;
     }
     let spec = spec_mut(model);
-    let config = spec.blueprint.get_or_insert_with(Default::default).config.get_or_insert_with(Default::default);
+    let config =
+        Arc::make_mut(spec.blueprint.get_or_insert_with(Default::default)).config.get_or_insert_with(Default::default);
     let entries = match dogu {
         None => config.global.get_or_insert_with(Vec::new),
         Some(d) => config.dogus.get_or_insert_with(BTreeMap::new).entry(DOGUS[d].to_owned()).or_default(),
@@ -167,7 +175,7 @@ fn set_config(model: &mut Model, dogu: Option<usize>, wanted: &Wanted, entry: Co
 }
 
 fn dogus_of(spec: &mut BlueprintSpec) -> &mut Vec<BlueprintDogu> {
-    spec.blueprint.get_or_insert_with(Default::default).dogus.get_or_insert_with(Vec::new)
+    Arc::make_mut(spec.blueprint.get_or_insert_with(Default::default)).dogus.get_or_insert_with(Vec::new)
 }
 
 fn masks_of(spec: &mut BlueprintSpec) -> &mut Vec<MaskDogu> {
