@@ -210,9 +210,9 @@ fn keep_only(map: &mut Option<BTreeMap<String, String>>, kept: &[&str]) {
 }
 
 /// Keeps of an object's metadata only its name, namespace and `resourceVersion`: what the metadata
-/// caches of every Secret and ConfigMap are read for (a referenced object's type, labels and data come
-/// with the read of the object itself); the rest (uid, creation time, the newest `managedFields`
-/// entry, owners) would be held for every object of the namespace.
+/// caches of the other Secrets and ConfigMaps are read for (a referenced object's type, labels and
+/// data come with the read of the object itself); the rest (uid, creation time, the newest
+/// `managedFields` entry, owners) would be held for every object of the namespace.
 pub fn names_and_versions(meta: &mut ObjectMeta) {
     let ObjectMeta { name, namespace, resource_version, .. } = std::mem::take(meta);
     *meta = ObjectMeta { name, namespace, resource_version, ..ObjectMeta::default() };

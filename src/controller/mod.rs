@@ -227,7 +227,7 @@ pub async fn run_controller(
         selector::NOT_SENSITIVE_CONFIG,
     );
     // Likewise the ConfigMaps a `configRef` may name: those the `app=ces` cache does not hold (at
-    // 1,000 dogus, 2,001 entries fewer, about 1.4 MB).
+    // 1,000 dogus, 2,001 entries fewer: docs/performance.md).
     let (config_map_metadata, config_map_metadata_changes) = reflect_metadata(
         &lists,
         Api::<PartialObjectMeta<ConfigMap>>::namespaced(c.clone(), &ns),
