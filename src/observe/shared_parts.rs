@@ -42,11 +42,10 @@ impl SharedParts {
         }
         let wanted = blueprint.spec.spec.as_ref().and_then(|spec| spec.blueprint.clone());
         let status = blueprint.status.as_mut().and_then(Arc::get_mut);
-        if let Some(effective) = status.and_then(|s| s.effective_blueprint.as_mut()) {
-            match wanted {
-                Some(wanted) if Arc::ptr_eq(&wanted, effective) || wanted == *effective => *effective = wanted,
-                _ => share(effective, &mut parts.effective),
-            }
+        if let Some(effective) = status.and_then(|s| s.effective_blueprint.as_mut())
+            && !wanted.is_some_and(|wanted| take_if_same(effective, wanted))
+        {
+            share(effective, &mut parts.effective);
         }
         // Names whose objects are gone everywhere are forgotten.
         self.seen.retain(|_, parts| parts.spec.strong_count() > 0 || parts.effective.strong_count() > 0);
@@ -55,11 +54,18 @@ impl SharedParts {
 
 /// `part` replaced by the `seen` one if that is still alive and equal; else remembered as `seen`.
 fn share<T: PartialEq>(part: &mut Arc<T>, seen: &mut Weak<T>) {
-    match seen.upgrade() {
-        Some(previous) if Arc::ptr_eq(&previous, part) => {}
-        Some(previous) if *previous == **part => *part = previous,
-        _ => *seen = Arc::downgrade(part),
+    if !seen.upgrade().is_some_and(|previous| take_if_same(part, previous)) {
+        *seen = Arc::downgrade(part);
     }
+}
+
+/// Whether `candidate` is `part` or equal to it; if so, `part` is `candidate` now.
+fn take_if_same<T: PartialEq>(part: &mut Arc<T>, candidate: Arc<T>) -> bool {
+    let same = Arc::ptr_eq(&candidate, part) || *candidate == **part;
+    if same {
+        *part = candidate;
+    }
+    same
 }
 
 #[cfg(test)]
