@@ -228,9 +228,10 @@ pub fn secret_triggers(events: Events<PartialObjectMeta<Secret>>, targets: Targe
 pub fn ces_config_map_triggers(events: Events<Decoded<ConfigMap>>, targets: Targets) -> Triggers {
     touched(events)
         .flat_map(move |config_map| {
-            stream::iter(match config_object(&config_map) {
-                true => targets.every(),
-                false => targets.referencing_config_map(&config_map.name_any()),
+            stream::iter(if config_object(&config_map) {
+                targets.every()
+            } else {
+                targets.referencing_config_map(&config_map.name_any())
             })
         })
         .boxed()
