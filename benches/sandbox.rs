@@ -28,7 +28,8 @@
 //! floor each moved by half between runs on the same machine. `SANDBOX_BENCH_RUNS=N` measures each size
 //! N times, each run's operators followed by its own floor (with `SANDBOX_BENCH_BEFORE`, the two builds
 //! take turns going first), and prints every run's install, floor and their ratio, with the median and
-//! the spread.
+//! the spread. `SANDBOX_BENCH_STEADY=N` measures N steady reconciles per size (a shorter run with a long
+//! debounce window).
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -163,7 +164,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // `SANDBOX_BENCH_DOGUS=1000` measures one size only (while looking into it).
     let only: Option<usize> = std::env::var("SANDBOX_BENCH_DOGUS").ok().and_then(|v| v.parse().ok());
-    let cases: Vec<Case> = match only {
+    let mut cases: Vec<Case> = match only {
         Some(dogus) => vec![Case { dogus, steady_reconciles: 100 }],
         None => vec![
             Case { dogus: 7, steady_reconciles: 1_000 },
@@ -171,6 +172,11 @@ fn main() {
             Case { dogus: 1_000, steady_reconciles: 100 },
         ],
     };
+    // `SANDBOX_BENCH_STEADY=N`: N steady reconciles per size. Each waits out the debounce window, so with
+    // the default window of `run` (1 s) the table's 1,400 took over 20 minutes per build.
+    if let Some(steady) = std::env::var("SANDBOX_BENCH_STEADY").ok().and_then(|v| v.parse().ok()) {
+        cases.iter_mut().for_each(|case| case.steady_reconciles = steady);
+    }
     // `SANDBOX_BENCH_BEFORE=<binary>`: an earlier build measured beside this one, size by size.
     let before = std::env::var("SANDBOX_BENCH_BEFORE").ok().filter(|b| !b.is_empty());
     // `SANDBOX_BENCH_RUNS=N`: each size N times, each run with its own floor.
