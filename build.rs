@@ -1,4 +1,4 @@
-//! Links the release binary with the functions it runs next to each other.
+//! Links the release binary with the functions it runs next to each other and its relocations packed.
 //!
 //! The kernel maps a program's code 64 KiB at a time around each page it touches, so a function the
 //! operator runs keeps its cold neighbours resident: with the linker's own order, 12–13 MB of the 16 MB
@@ -20,8 +20,8 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     let env = |name: &str| std::env::var(name).unwrap_or_default();
-    // Release builds only. The option is lld's, which rustc links with on this target unless told to use
-    // another linker: with a linker of one's own choice the order is left to it.
+    // Release builds only, linked by lld (rustc's linker on this target unless told to use another): the
+    // symbol order is lld's option; with a linker of one's own choice both are left to it.
     let release = env("PROFILE") == "release";
     let lld_by_default = env("TARGET") == "x86_64-unknown-linux-gnu";
     let own_linker = env("CARGO_ENCODED_RUSTFLAGS").contains("link");
