@@ -12,7 +12,8 @@
 //! and a floor: the same objects the operator created, created by the benchmark itself (16 at a time,
 //! in a fresh namespace, no operator), until the simulated dogu operator reports every dogu
 //! installed. The operator's time to `Completed=True` is compared with that floor, and split at the
-//! moment every Dogu was installed (the same watch as the floor's ends there).
+//! moment every Dogu was installed (the same watch as the floor's ends there). Last, it prints the
+//! performance targets (docs/performance.md) and whether each was met.
 //!
 //! `SANDBOX_BENCH_SERVER=kube-apiserver` (`make bench-sandbox-real`) runs the same against a real
 //! kube-apiserver with etcd (`make kube`; one control plane, a namespace per size), the operator
