@@ -152,7 +152,11 @@ struct Row {
     rss_file_kib: u64,
     install_cpu: f64,
     steady_cpu: f64,
+    /// The API server's and etcd's, and the benchmark's own CPU, from the Blueprint applied to
+    /// `Completed=True`.
+    install_others_cpu: OthersCpu,
     floor_wall: Duration,
+    floor_others_cpu: OthersCpu,
 }
 
 fn main() {
@@ -195,12 +199,13 @@ fn main() {
                     binaries.reverse();
                 }
             }
-            let mut floor_wall = None;
+            let mut floor_run = None;
             for (label, binary) in binaries {
                 let (mut row, objects) = runtime.block_on(measure(case, &binary, label));
                 row.run = run;
                 // The floor does not depend on the operator: measured once per run of a size.
-                row.floor_wall = *floor_wall.get_or_insert_with(|| runtime.block_on(floor(objects)));
+                (row.floor_wall, row.floor_others_cpu) =
+                    *floor_run.get_or_insert_with(|| runtime.block_on(floor(objects)));
                 rows.push(row);
             }
         }
@@ -317,6 +322,7 @@ async fn measure(case: &Case, binary: &str, label: &'static str) -> (Row, Create
     let cpu_ready = operator.cpu_seconds();
     let completed = watch_completed(&sandbox, "bench").await;
     let installed = watch_installed(&sandbox, case.dogus).await;
+    let others_before = OthersCpu::now();
     let started = Instant::now();
     sandbox.apply_blueprint(&blueprint(case.dogus, &namespace)).await.expect("the blueprint is accepted");
     let blueprint_stored = started.elapsed();
@@ -325,6 +331,7 @@ async fn measure(case: &Case, binary: &str, label: &'static str) -> (Row, Create
             .await
             .expect("Completed=True within 300 s");
     let install_wall = started.elapsed();
+    let install_others_cpu = OthersCpu::now().since(others_before);
     let dogus_installed = dogus_installed - started;
     if std::env::var("SANDBOX_BENCH_SIZES").is_ok() && !real {
         for (api, kind) in [
@@ -410,7 +417,9 @@ async fn measure(case: &Case, binary: &str, label: &'static str) -> (Row, Create
         rss_file_kib,
         install_cpu: cpu_installed - cpu_ready,
         steady_cpu,
+        install_others_cpu,
         floor_wall: Duration::ZERO,
+        floor_others_cpu: OthersCpu::default(),
     };
     (row, created)
 }
@@ -444,13 +453,14 @@ async fn created_objects(sandbox: &Sandbox, namespace: &str) -> Created {
 /// The floor: `objects` created in a fresh namespace by the benchmark, [`FLOOR_CONCURRENCY`] at a time,
 /// with the same simulated operators and no blueprint operator; the time until every Dogu is installed
 /// and available.
-async fn floor(objects: Created) -> Duration {
+async fn floor(objects: Created) -> (Duration, OthersCpu) {
     use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
     let (sandbox, _, _) = sandbox(dir.path()).await;
     let namespace = sandbox.namespace.clone();
     let dogus = objects.iter().filter(|o| o["kind"] == "Dogu").count();
     let watching = watch_installed(&sandbox, dogus).await;
+    let others_before = OthersCpu::now();
     let started = Instant::now();
     let cluster = &sandbox.cluster;
     let creating = futures::stream::iter(objects.into_iter().map(|mut object| {
@@ -462,8 +472,9 @@ async fn floor(objects: Created) -> Duration {
     let limit = Duration::from_secs(300);
     tokio::time::timeout(limit, futures::future::join(creating, watching)).await.expect("the floor run ends");
     let wall = started.elapsed();
+    let others = OthersCpu::now().since(others_before);
     sandbox.shutdown().await;
-    wall
+    (wall, others)
 }
 
 fn blueprint(dogus: usize, namespace: &str) -> Blueprint {
@@ -562,12 +573,53 @@ impl Operator {
 
     /// User and system CPU time of the process (all its threads) so far, in seconds.
     fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap_or_default();
-        // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
-        let fields: Vec<&str> =
-            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        (ticks(14) + ticks(15)) / clock_ticks()
+        cpu_seconds(&format!("/proc/{}/stat", self.0.id()))
+    }
+}
+
+/// User and system CPU time so far, in seconds, of the process whose `/proc/PID/stat` is `stat_path`.
+fn cpu_seconds(stat_path: &str) -> f64 {
+    let stat = std::fs::read_to_string(stat_path).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(14) + ticks(15)) / clock_ticks()
+}
+
+/// CPU seconds so far of the other processes a run's time depends on: the kube-apiserver and etcd
+/// this benchmark started (its children; 0 on the emulator, which runs in this process), and this
+/// process itself (the simulated dogu and component operators, the emulator, the watches).
+#[derive(Clone, Copy, Default)]
+struct OthersCpu {
+    control_plane: f64,
+    benchmark: f64,
+}
+
+impl OthersCpu {
+    fn now() -> Self {
+        let me = std::process::id().to_string();
+        let mut control_plane = 0.0;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let path = format!("{}/stat", entry.path().display());
+            let Ok(stat) = std::fs::read_to_string(&path) else { continue };
+            let Some((name, rest)) = stat.split_once(" (").and_then(|(_, rest)| rest.rsplit_once(')')) else {
+                continue;
+            };
+            // The parent's PID is the second field after the command.
+            let parent = rest.split_whitespace().nth(1);
+            if matches!(name, "kube-apiserver" | "etcd") && parent == Some(me.as_str()) {
+                control_plane += cpu_seconds(&path);
+            }
+        }
+        OthersCpu { control_plane, benchmark: cpu_seconds("/proc/self/stat") }
+    }
+
+    fn since(self, earlier: OthersCpu) -> OthersCpu {
+        OthersCpu {
+            control_plane: self.control_plane - earlier.control_plane,
+            benchmark: self.benchmark - earlier.benchmark,
+        }
     }
 }
 
@@ -681,6 +733,12 @@ fn print_table(rows: &[&Row]) {
     line("fresh install: of it, until every Dogu was installed and available", &|r| {
         format!("{:.2} s", r.dogus_installed.as_secs_f64())
     });
+    line("fresh install: CPU seconds of the API server and etcd / of the benchmark (simulated operators)", &|r| {
+        format!("{:.2} s / {:.2} s", r.install_others_cpu.control_plane, r.install_others_cpu.benchmark)
+    });
+    line("floor: CPU seconds of the API server and etcd / of the benchmark (simulated operators)", &|r| {
+        format!("{:.2} s / {:.2} s", r.floor_others_cpu.control_plane, r.floor_others_cpu.benchmark)
+    });
     line("steady state: CPU seconds of the operator, all reconciles", &|r| format!("{:.2} s", r.steady_cpu));
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     line("peak RSS of the operator after the install (VmHWM)", &|r| mib(r.install_peak_rss_kib));
@@ -705,9 +763,9 @@ fn print_spread(rows: &[Row]) {
         groups.entry((row.dogus, row.label)).or_default().push(row);
     }
     println!(
-        "\n| dogus | binary | run | to Completed=True | floor | install / floor | from the Blueprint stored / floor | every Dogu installed | peak RSS |"
+        "\n| dogus | binary | run | to Completed=True | floor | install / floor | from the Blueprint stored / floor | every Dogu installed | peak RSS | API server and etcd CPU, install / floor |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for ((dogus, label), runs) in groups {
         let ratio = |r: &Row| seconds(r.install_wall) / seconds(r.floor_wall).max(f64::EPSILON);
         let stored_ratio = |r: &Row| {
@@ -716,14 +774,16 @@ fn print_spread(rows: &[Row]) {
         let binary = if label.is_empty() { "this build" } else { label };
         for r in &runs {
             println!(
-                "| {dogus} | {binary} | {} | {:.2} s | {:.2} s | {:.2} | {:.2} | {:.2} s | {:.1} MiB |",
+                "| {dogus} | {binary} | {} | {:.2} s | {:.2} s | {:.2} | {:.2} | {:.2} s | {:.1} MiB | {:.2} / {:.2} s |",
                 r.run + 1,
                 seconds(r.install_wall),
                 seconds(r.floor_wall),
                 ratio(r),
                 stored_ratio(r),
                 seconds(r.dogus_installed),
-                r.peak_rss_kib as f64 / 1024.0
+                r.peak_rss_kib as f64 / 1024.0,
+                r.install_others_cpu.control_plane,
+                r.floor_others_cpu.control_plane,
             );
         }
         let spread = |value: &dyn Fn(&Row) -> f64, unit: &str| {
@@ -737,13 +797,15 @@ fn print_spread(rows: &[Row]) {
             format!("{median:.2}{unit} ({:.2}-{:.2})", values[0], values[values.len() - 1])
         };
         println!(
-            "| {dogus} | {binary} | median (range) | {} | {} | {} | {} | {} | {} |",
+            "| {dogus} | {binary} | median (range) | {} | {} | {} | {} | {} | {} | {} / {} |",
             spread(&|r| seconds(r.install_wall), " s"),
             spread(&|r| seconds(r.floor_wall), " s"),
             spread(&ratio, ""),
             spread(&stored_ratio, ""),
             spread(&|r| seconds(r.dogus_installed), " s"),
             spread(&|r| r.peak_rss_kib as f64 / 1024.0, " MiB"),
+            spread(&|r| r.install_others_cpu.control_plane, " s"),
+            spread(&|r| r.floor_others_cpu.control_plane, " s"),
         );
     }
 }
