@@ -788,12 +788,7 @@ fn print_spread(rows: &[Row]) {
         }
         let spread = |value: &dyn Fn(&Row) -> f64, unit: &str| {
             let mut values: Vec<f64> = runs.iter().map(|r| value(r)).collect();
-            values.sort_by(f64::total_cmp);
-            let median = if values.len() % 2 == 1 {
-                values[values.len() / 2]
-            } else {
-                (values[values.len() / 2 - 1] + values[values.len() / 2]) / 2.0
-            };
+            let median = median(&mut values);
             format!("{median:.2}{unit} ({:.2}-{:.2})", values[0], values[values.len() - 1])
         };
         println!(
@@ -845,10 +840,7 @@ fn print_targets(rows: &[Row]) {
                 .iter()
                 .map(|r| r.install_wall.as_secs_f64() / r.floor_wall.as_secs_f64().max(f64::EPSILON))
                 .collect();
-            ratios.sort_by(f64::total_cmp);
-            let middle = ratios.len() / 2;
-            let median =
-                if ratios.len() % 2 == 1 { ratios[middle] } else { (ratios[middle - 1] + ratios[middle]) / 2.0 };
+            let median = median(&mut ratios);
             let within = ratios.iter().filter(|ratio| **ratio <= target).count();
             println!(
                 "  {binary}, {dogus} dogus: install within {target}x of its floor at the median: {} ({median:.2}x; {within} of {} runs within)",
@@ -857,6 +849,13 @@ fn print_targets(rows: &[Row]) {
             );
         }
     }
+}
+
+/// The median of `values`, which are left sorted; `values` is not empty.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 }
 }
 
 fn writes(requests: &BTreeMap<String, f64>) -> f64 {
