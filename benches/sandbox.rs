@@ -159,6 +159,19 @@ struct Row {
     floor_others_cpu: OthersCpu,
 }
 
+impl Row {
+    /// The fresh install's time to `Completed=True` against its floor's.
+    fn install_over_floor(&self) -> f64 {
+        self.install_wall.as_secs_f64() / self.floor_wall.as_secs_f64().max(f64::EPSILON)
+    }
+
+    /// The same, counted from the moment the API server had stored the Blueprint.
+    fn stored_over_floor(&self) -> f64 {
+        self.install_wall.saturating_sub(self.blueprint_stored).as_secs_f64()
+            / self.floor_wall.as_secs_f64().max(f64::EPSILON)
+    }
+}
+
 fn main() {
     // `cargo test --all-targets` (and so `make test`) runs bench targets without `--bench`: this one
     // waits on a real child process in real time, which tests must not, so there it only says so.
@@ -720,16 +733,11 @@ fn print_table(rows: &[&Row]) {
     line("floor: the same objects created by the benchmark, to every dogu installed", &|r| {
         format!("{:.2} s", r.floor_wall.as_secs_f64())
     });
-    line("fresh install time / floor", &|r| {
-        format!("{:.2}", r.install_wall.as_secs_f64() / r.floor_wall.as_secs_f64().max(f64::EPSILON))
-    });
+    line("fresh install time / floor", &|r| format!("{:.2}", r.install_over_floor()));
     line("fresh install: of it, until the API server had stored the Blueprint", &|r| {
         format!("{:.2} s", r.blueprint_stored.as_secs_f64())
     });
-    line("fresh install time from the Blueprint stored / floor", &|r| {
-        let after = r.install_wall.saturating_sub(r.blueprint_stored);
-        format!("{:.2}", after.as_secs_f64() / r.floor_wall.as_secs_f64().max(f64::EPSILON))
-    });
+    line("fresh install time from the Blueprint stored / floor", &|r| format!("{:.2}", r.stored_over_floor()));
     line("fresh install: of it, until every Dogu was installed and available", &|r| {
         format!("{:.2} s", r.dogus_installed.as_secs_f64())
     });
@@ -758,19 +766,11 @@ fn print_table(rows: &[&Row]) {
 /// Every run's install against its own floor, per size and binary, and the median and range of each.
 fn print_spread(rows: &[Row]) {
     let seconds = |d: Duration| d.as_secs_f64();
-    let mut groups: BTreeMap<(usize, &str), Vec<&Row>> = BTreeMap::new();
-    for row in rows {
-        groups.entry((row.dogus, row.label)).or_default().push(row);
-    }
     println!(
         "\n| dogus | binary | run | to Completed=True | floor | install / floor | from the Blueprint stored / floor | every Dogu installed | peak RSS | API server and etcd CPU, install / floor |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for ((dogus, label), runs) in groups {
-        let ratio = |r: &Row| seconds(r.install_wall) / seconds(r.floor_wall).max(f64::EPSILON);
-        let stored_ratio = |r: &Row| {
-            seconds(r.install_wall.saturating_sub(r.blueprint_stored)) / seconds(r.floor_wall).max(f64::EPSILON)
-        };
+    for ((dogus, label), runs) in by_size_and_binary(rows) {
         let binary = if label.is_empty() { "this build" } else { label };
         for r in &runs {
             println!(
@@ -778,8 +778,8 @@ fn print_spread(rows: &[Row]) {
                 r.run + 1,
                 seconds(r.install_wall),
                 seconds(r.floor_wall),
-                ratio(r),
-                stored_ratio(r),
+                r.install_over_floor(),
+                r.stored_over_floor(),
                 seconds(r.dogus_installed),
                 r.peak_rss_kib as f64 / 1024.0,
                 r.install_others_cpu.control_plane,
@@ -795,8 +795,8 @@ fn print_spread(rows: &[Row]) {
             "| {dogus} | {binary} | median (range) | {} | {} | {} | {} | {} | {} | {} / {} |",
             spread(&|r| seconds(r.install_wall), " s"),
             spread(&|r| seconds(r.floor_wall), " s"),
-            spread(&ratio, ""),
-            spread(&stored_ratio, ""),
+            spread(&Row::install_over_floor, ""),
+            spread(&Row::stored_over_floor, ""),
             spread(&|r| seconds(r.dogus_installed), " s"),
             spread(&|r| r.peak_rss_kib as f64 / 1024.0, " MiB"),
             spread(&|r| r.install_others_cpu.control_plane, " s"),
@@ -815,12 +815,8 @@ const INSTALL_OVER_FLOOR_TARGET: (usize, f64) = (1_000, 1.5);
 
 fn print_targets(rows: &[Row]) {
     let verdict = |met: bool| if met { "met" } else { "NOT met" };
-    let mut groups: BTreeMap<(&str, usize), Vec<&Row>> = BTreeMap::new();
-    for row in rows {
-        groups.entry((row.label, row.dogus)).or_default().push(row);
-    }
     println!("\ntargets (docs/performance.md), over every run:");
-    for ((label, dogus), runs) in groups {
+    for ((dogus, label), runs) in by_size_and_binary(rows) {
         let binary = if label.is_empty() { "this build" } else { label };
         let start = runs.iter().map(|r| r.startup_requests.values().sum::<f64>()).fold(0.0, f64::max);
         println!(
@@ -836,10 +832,7 @@ fn print_targets(rows: &[Row]) {
         }
         if dogus == INSTALL_OVER_FLOOR_TARGET.0 {
             let target = INSTALL_OVER_FLOOR_TARGET.1;
-            let mut ratios: Vec<f64> = runs
-                .iter()
-                .map(|r| r.install_wall.as_secs_f64() / r.floor_wall.as_secs_f64().max(f64::EPSILON))
-                .collect();
+            let mut ratios: Vec<f64> = runs.iter().map(|r| r.install_over_floor()).collect();
             let median = median(&mut ratios);
             let within = ratios.iter().filter(|ratio| **ratio <= target).count();
             println!(
@@ -849,6 +842,15 @@ fn print_targets(rows: &[Row]) {
             );
         }
     }
+}
+
+/// The rows of each size and binary (`SANDBOX_BENCH_RUNS` of them), by size, then binary.
+fn by_size_and_binary(rows: &[Row]) -> BTreeMap<(usize, &'static str), Vec<&Row>> {
+    let mut groups: BTreeMap<(usize, &'static str), Vec<&Row>> = BTreeMap::new();
+    for row in rows {
+        groups.entry((row.dogus, row.label)).or_default().push(row);
+    }
+    groups
 }
 
 /// The median of `values`, which are left sorted; `values` is not empty.
