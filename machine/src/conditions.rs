@@ -117,6 +117,12 @@ impl Conditions {
     pub fn set(&mut self, type_: &str, status: Status, reason: &str, message: impl Into<String>) -> bool {
         let message = truncate(message.into());
         let generation = Some(self.generation);
+        // Set twice in one reconcile and back to the stored status: no transition happened.
+        let stored_transition = self
+            .stored
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == status.as_str())
+            .map(|c| c.last_transition_time.clone());
         match self.current.iter_mut().find(|c| c.type_ == type_) {
             None => {
                 self.current.push(Condition {
@@ -133,7 +139,7 @@ impl Conditions {
                 let mut changed = false;
                 if condition.status != status.as_str() {
                     condition.status = status.as_str().to_owned();
-                    condition.last_transition_time = self.now.clone();
+                    condition.last_transition_time = stored_transition.unwrap_or_else(|| self.now.clone());
                     changed = true;
                 }
                 if condition.reason != reason {

@@ -39,6 +39,15 @@ impl Unhealthy {
         self.dogus.iter().chain(&self.components).all(|name| self.at_work.contains(name))
     }
 
+    /// What a health check finds right after these objects were created: none reports a health yet, and
+    /// its operator is at work on each (an install).
+    pub(crate) fn just_created(mut dogus: Vec<String>, mut components: Vec<String>) -> Self {
+        dogus.sort();
+        components.sort();
+        let at_work = dogus.iter().chain(&components).cloned().collect();
+        Unhealthy { dogus, components, at_work }
+    }
+
     /// The lines of the condition's message: one per side that has unhealthy objects.
     pub(crate) fn summary(&self) -> String {
         summary(&self.dogus, &self.components)

@@ -84,9 +84,11 @@ pub fn redacted(mut observation: Observation) -> Observation {
     // The journal's own copy: the shared one stays as the cache holds it.
     let blueprint = Arc::make_mut(blueprint);
     // Tools keep copies of the spec in annotations (kubectl's last-applied configuration, GitOps
-    // tools' applied state); the machine reads none of them, nor the managed fields.
+    // tools' applied state); the machine reads none of them. Of the managed fields it reads who wrote
+    // last and when (a progress held back after its own status write, D58): that is kept, as the
+    // cache keeps it, and no field set.
+    crate::caches::slim_blueprint(&mut blueprint.metadata);
     blueprint.metadata.annotations = None;
-    blueprint.metadata.managed_fields = None;
     let config = blueprint
         .spec
         .spec

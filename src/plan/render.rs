@@ -200,8 +200,15 @@ fn config_lines(out: &mut String, entries: &[ConfigEntryDiff], sensitive: bool) 
 fn conditions_table(out: &mut String, status: &BlueprintStatus) {
     let _ = writeln!(out, "\nConditions:");
     for c in &status.conditions {
-        let message = c.message.lines().next().unwrap_or("");
-        let more = if c.message.lines().count() > 1 { " …" } else { "" };
+        // The first line, and the next with it when the first introduces it ("ecosystem health:").
+        let mut lines = c.message.lines();
+        let mut message = lines.next().unwrap_or("").to_owned();
+        if message.ends_with(':')
+            && let Some(next) = lines.next()
+        {
+            message = format!("{message} {}", next.trim());
+        }
+        let more = if lines.next().is_some() { " …" } else { "" };
         // A condition this reconcile did not evaluate still describes an older generation.
         let stale = match (c.observed_generation, status.observed_generation) {
             (Some(seen), Some(now)) if seen != now => format!(" (from generation {seen})"),

@@ -52,7 +52,12 @@ async fn installing_a_dogu_posts_its_cr_then_writes_the_status_once_then_publish
 
     let events: Vec<&str> =
         requests.iter().filter(|r| r.path == EVENTS_PATH).map(|r| r.body["reason"].as_str().unwrap()).collect();
-    assert_eq!(events, ["EcosystemHealthy", "StateDiffDetermined", "SelfUpgradeCompleted", "DogusApplied"]);
+    // The clean health check before the install is not announced: the status says that nexus is not
+    // healthy yet (docs/differences.md D60).
+    assert_eq!(events, ["StateDiffDetermined", "SelfUpgradeCompleted", "DogusApplied"]);
+    let healthy =
+        status.body["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "EcosystemHealthy");
+    assert_eq!(healthy.map(|c| (&c["status"], &c["reason"])), Some((&json!("False"), &json!("ApplyInProgress"))));
     let applied = requests.iter().find(|r| r.body["reason"] == "DogusApplied").unwrap();
     assert_eq!(applied.body["note"], "dogus applied: \"nexus\": [install]");
     assert_eq!(applied.body["type"], "Normal");
@@ -61,7 +66,7 @@ async fn installing_a_dogu_posts_its_cr_then_writes_the_status_once_then_publish
 
     assert_eq!(outcome.execution.status, StatusWrite::Written);
     assert_eq!(outcome.execution.performed, 1);
-    assert_eq!(outcome.execution.events_published, 4);
+    assert_eq!(outcome.execution.events_published, 3);
     assert_eq!(outcome.execution.requeue_after_seconds, Some(1.0));
 }
 

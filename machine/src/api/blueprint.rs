@@ -496,7 +496,15 @@ impl BlueprintStatus {
     /// small, and the state diff and the effective blueprint can be megabytes.
     pub fn same_apart_from(&self, other: &Self, messages_of: &[&str]) -> bool {
         self.observed_generation == other.observed_generation
-            && self.conditions.len() == other.conditions.len()
+            && self.same_conditions_apart_from(other, messages_of)
+            && self.state_diff == other.state_diff
+            && self.effective_blueprint == other.effective_blueprint
+    }
+
+    /// Whether the conditions of `self` and `other` say the same, apart from when they last changed and
+    /// the messages of the conditions named in `messages_of`.
+    pub fn same_conditions_apart_from(&self, other: &Self, messages_of: &[&str]) -> bool {
+        self.conditions.len() == other.conditions.len()
             && self.conditions.iter().zip(&other.conditions).all(|(a, b)| {
                 a.type_ == b.type_
                     && a.status == b.status
@@ -504,8 +512,6 @@ impl BlueprintStatus {
                     && a.observed_generation == b.observed_generation
                     && (a.message == b.message || messages_of.contains(&a.type_.as_str()))
             })
-            && self.state_diff == other.state_diff
-            && self.effective_blueprint == other.effective_blueprint
     }
 }
 

@@ -6,7 +6,7 @@ use crate::decision::{Requeue, State};
 use crate::diff::Diff;
 use crate::events::{self, reason as event};
 use crate::forbidden;
-use crate::health::Health;
+use crate::health::{Health, Unhealthy};
 use crate::model::{ComponentName, Flags};
 use crate::problem::Problem;
 use crate::status_size;
@@ -110,6 +110,29 @@ impl Run<'_> {
                 problem.to_string(),
             ),
         };
+    }
+
+    /// Objects this reconcile creates report no health yet, so the next health check will find them
+    /// unhealthy and at work (upstream's first reconcile says so after its health check that follows
+    /// the apply). Said now, after a clean health check, so that the status written with the apply is
+    /// true after it, and the next reconcile has nothing to add but progress (D60). A side whose health
+    /// is ignored stays ignored.
+    pub(super) fn record_created(
+        &mut self,
+        health: &Health,
+        flags: Flags,
+        dogus: Vec<String>,
+        components: Vec<String>,
+    ) {
+        if *health != Health::Healthy {
+            return;
+        }
+        let dogus = if flags.ignore_dogu_health { Vec::new() } else { dogus };
+        let components = if flags.ignore_component_health { Vec::new() } else { components };
+        if dogus.is_empty() && components.is_empty() {
+            return;
+        }
+        self.record_health(&Health::Unhealthy(Unhealthy::just_created(dogus, components)), flags);
     }
 
     /// The state diff, published within the status' size budget; an event when it changed.

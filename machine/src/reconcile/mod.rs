@@ -180,7 +180,7 @@ impl<'o> Run<'o> {
         // stayed paused for ever). A resume alone applies nothing a health check guards, and the paused
         // dogu may be the one that needs its operator to become healthy again: it does not wait.
         if diff.is_empty() && stages::paused_without_change(&diff, &pairs).next().is_some() {
-            return self.apply(&diff, effective, &pairs);
+            return self.apply(&diff, effective, &pairs, &health, flags);
         }
         if let Some(end) = self.still_completed(&diff, &pairs) {
             return end;
@@ -190,6 +190,6 @@ impl<'o> Run<'o> {
         }
 
         // Stages, in upstream's order; a stage that needs a fresh observation after it ends the run.
-        self.apply(&diff, effective, &pairs)
+        self.apply(&diff, effective, &pairs, &health, flags)
     }
 }

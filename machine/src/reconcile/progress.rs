@@ -1,8 +1,10 @@
-//! Progress is written at most every [`PROGRESS_REFRESH`] (D58): a status whose only news is the text of
-//! a progress message (which dogus the ecosystem still waits for, which the install still waits for) is
+//! Progress is written at most every [`PROGRESS_REFRESH`] (D58): a status whose only news is progress is
 //! not written again within that time of the operator's own last status write; the reconcile comes back
-//! when the refresh is due. Any other change (a condition's status or reason, the state diff, the
-//! effective blueprint, a generation, an event, an action) is written at once, as before.
+//! when the refresh is due. Progress is the text of a progress message (which dogus the ecosystem still
+//! waits for, which the install still waits for), and a state diff that became empty: the applied
+//! changes took effect (D60), with the effective blueprint that no longer has to be summarised beside
+//! it. Any other change (a condition's status or reason, a diff with changes, a generation, an event,
+//! an action) is written at once, as before.
 //!
 //! Why: on a real kube-apiserver, writing the status of a 1,000-dogu Blueprint took 0.7-1.3 s of the API
 //! server's time, and during an install the list of dogus still at work changes with every Dogu event:
@@ -32,9 +34,9 @@ pub(super) fn own_status_write(meta: &ObjectMeta) -> Option<&Time> {
     if naming::own_status_write(newest) { newest.time.as_ref() } else { None }
 }
 
-/// `wanted` with the stored messages of its progress conditions, and how long until their refresh is
-/// due, if the only differences from `stored` are those messages and the operator wrote `stored` less
-/// than [`PROGRESS_REFRESH`] before `now`. Otherwise `wanted` is left as it is.
+/// `wanted` as `stored` says it, and how long until the refresh is due, if the only differences from
+/// `stored` are progress (see the module) and the operator wrote `stored` less than
+/// [`PROGRESS_REFRESH`] before `now`. Otherwise `wanted` is left as it is.
 pub(super) fn hold_back(
     stored: &BlueprintStatus,
     wanted: &mut BlueprintStatus,
@@ -47,10 +49,24 @@ pub(super) fn hold_back(
     if !(0..refresh).contains(&elapsed) {
         return None;
     }
-    // Cheap first: whether any message changed at all; the full comparison only when one did.
+    // Cheap first: whether any message changed or the diff emptied; the full comparison only then.
     let messages_changed = stored.conditions.len() == wanted.conditions.len()
         && stored.conditions.iter().zip(&wanted.conditions).any(|(old, new)| old.message != new.message);
-    if !messages_changed || !stored.same_apart_from(wanted, &PROGRESS_CONDITIONS) {
+    let emptied = has_changes(stored) && !has_changes(wanted);
+    if !messages_changed && !emptied {
+        return None;
+    }
+    // An emptied diff also brings back an effective blueprint the full diff had left no room for
+    // (`status_size`): that is the same progress. Anything else in them is news.
+    let parts_same = if emptied {
+        stored.effective_blueprint.is_none() || stored.effective_blueprint == wanted.effective_blueprint
+    } else {
+        stored.state_diff == wanted.state_diff && stored.effective_blueprint == wanted.effective_blueprint
+    };
+    let same = parts_same
+        && stored.observed_generation == wanted.observed_generation
+        && stored.same_conditions_apart_from(wanted, &PROGRESS_CONDITIONS);
+    if !same {
         return None;
     }
     for (old, new) in stored.conditions.iter().zip(wanted.conditions.iter_mut()) {
@@ -58,7 +74,16 @@ pub(super) fn hold_back(
             new.message = old.message.clone();
         }
     }
+    if emptied {
+        wanted.state_diff = stored.state_diff.clone();
+        wanted.effective_blueprint = stored.effective_blueprint.clone();
+    }
     Some(Duration::from_millis((refresh - elapsed) as u64))
+}
+
+/// The status shows a state diff with changes.
+fn has_changes(status: &BlueprintStatus) -> bool {
+    status.state_diff.as_ref().is_some_and(|diff| !diff.is_empty())
 }
 
 /// `requeue`, but back no later than `due` (a held-back progress refresh).
@@ -168,6 +193,50 @@ mod tests {
         assert_eq!(hold_back(&other, &mut wanted, &at(100), &at(101)), None, "a problem's message is news");
         let mut same = stored.clone();
         assert_eq!(hold_back(&stored, &mut same, &at(100), &at(101)), None, "nothing to hold");
+    }
+
+    /// A diff of one dogu install: what a reconcile that installs it shows.
+    fn with_diff(mut status: BlueprintStatus, dogus: &[&str]) -> BlueprintStatus {
+        let entries = dogus.iter().map(|name| (name.to_string(), Default::default()));
+        status.state_diff = Some(crate::api::StateDiff { dogu_diffs: entries.collect(), ..Default::default() });
+        status
+    }
+
+    #[test]
+    fn an_emptied_diff_waits_for_the_refresh_with_the_effective_blueprint_it_brings_back() {
+        let hold = |stored: &BlueprintStatus, wanted: &BlueprintStatus| {
+            let mut held = wanted.clone();
+            hold_back(stored, &mut held, &at(100), &at(102)).map(|due| (due, held))
+        };
+        let stored = with_diff(status("1 dogu(s) are unhealthy: a", "being applied"), &["a"]);
+        let emptied = with_diff(status("1 dogu(s) are unhealthy: a", "being applied"), &[]);
+        assert_eq!(hold(&stored, &emptied), Some((Duration::from_secs(8), stored.clone())));
+        // The full diff had left no room for the effective blueprint (`status_size`): back with the
+        // emptied diff, and held with it.
+        let mut back = with_diff(status("1 dogu(s) are unhealthy: a", "being applied"), &[]);
+        back.effective_blueprint = Some(Default::default());
+        assert_eq!(hold(&stored, &back), Some((Duration::from_secs(8), stored.clone())));
+        // With progress in the messages too.
+        let shorter = with_diff(status("1 dogu(s) are unhealthy: b", "being applied"), &[]);
+        assert_eq!(hold(&stored, &shorter), Some((Duration::from_secs(8), stored.clone())));
+
+        // News: a diff that changed but still has changes, a condition's status, another effective
+        // blueprint than the one stored, an emptied diff of a stored status that had none.
+        let other = with_diff(status("1 dogu(s) are unhealthy: a", "being applied"), &["b"]);
+        assert_eq!(hold(&stored, &other), None, "another diff");
+        let mut healthy = emptied.clone();
+        healthy.conditions[0].status = "True".into();
+        assert_eq!(hold(&stored, &healthy), None, "a condition's status");
+        let mut shown = stored.clone();
+        shown.effective_blueprint = Some(Default::default());
+        let mut another = emptied.clone();
+        another.effective_blueprint = Some(std::sync::Arc::new(crate::api::BlueprintManifest {
+            dogus: Some(vec![Default::default()]),
+            ..Default::default()
+        }));
+        assert_eq!(hold(&shown, &another), None, "another effective blueprint");
+        let no_diff = status("1 dogu(s) are unhealthy: a", "being applied");
+        assert_eq!(hold(&no_diff, &emptied), None, "an empty diff where none was stored is news");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::conditions::{self, Status, reason};
 use crate::decision::{Action, ConfigSet, ConfigTarget, ConfigValue, Operation, Requeue, Stage, State};
 use crate::diff::{ComponentAction, ComponentChange, ConfigAction, ConfigChange, Diff, DoguAction, SensitiveChange};
 use crate::events::{self, reason as event};
-use crate::model::{ComponentVersion, DoguPairs, Installed};
+use crate::health::Health;
+use crate::model::{ComponentVersion, DoguPairs, Flags, Installed};
 use crate::objects;
 use crate::observation::{ObjectBase, Observation};
 use crate::up_to_date;
@@ -22,7 +23,15 @@ use super::gates::{End, waiting_for};
 
 impl Run<'_> {
     /// Applies the stages the reconcile may run now; ends where the next needs a fresh observation.
-    pub(super) fn apply(&mut self, diff: &Diff<'_>, effective: &EffectiveBlueprint<'_>, pairs: &DoguPairs<'_>) -> End {
+    /// (`health`: what the health check before the apply found.)
+    pub(super) fn apply(
+        &mut self,
+        diff: &Diff<'_>,
+        effective: &EffectiveBlueprint<'_>,
+        pairs: &DoguPairs<'_>,
+        health: &Health,
+        flags: Flags,
+    ) -> End {
         let installed = pairs.installed();
         let namespace = &self.observation.operator.namespace;
         let own_component = own_component_name(&self.observation.operator.component);
@@ -58,10 +67,14 @@ impl Run<'_> {
                 Topic::Applied,
                 events::applied(Stage::Components, event::COMPONENTS_APPLIED, format!("components applied: {applied}")),
             );
+            let created = component_changes.iter().filter(|c| c.actions.contains(&ComponentAction::Install));
+            self.record_created(health, flags, Vec::new(), created.map(|c| c.name().to_owned()).collect());
             return (State::ApplyingComponents, Requeue::after(1, "components applied; check health before dogus"));
         }
 
         if self.dogu_stage(diff, pairs, &paused_now) > 0 {
+            let created = diff.dogus.iter().filter(|d| d.has(DoguAction::Install));
+            self.record_created(health, flags, created.map(|d| d.name().to_owned()).collect(), Vec::new());
             return (State::ApplyingDogus, Requeue::after(1, "dogus applied; re-evaluate"));
         }
         if config_applied {

@@ -1,8 +1,9 @@
-//! Ecosystem health: docs/acceptance.md cases 68–73.
+//! Ecosystem health: docs/acceptance.md cases 68–73, and what the apply in progress changes (D55, D60).
 
 use blueprint_machine::conditions::reason;
-use blueprint_machine::{Requeue, State};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use blueprint_machine::naming::FIELD_MANAGER;
+use blueprint_machine::{Operation, Requeue, State};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ManagedFieldsEntry};
 
 use blueprint_machine::fixtures::*;
 
@@ -60,9 +61,14 @@ fn case_69_the_unhealthy_event_lists_the_unhealthy_dogus_once_per_transition() {
     assert!(!event_reasons(&still_false).contains(&"EcosystemUnhealthy"));
 }
 
+/// The blueprint's nexus, installed already: nothing this reconcile creates is waited for (D60).
+fn nexus_installed() -> Scenario {
+    Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "1.0.0-1")
+}
+
 #[test]
 fn case_70_healthy_and_ignored_health() {
-    let decision = Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1").decide();
+    let decision = nexus_installed().with_dogu("official/ldap", "1.0.0-1").decide();
     assert_eq!(cond(&decision, "EcosystemHealthy"), pair("True", "Healthy"));
     assert_eq!(message(&decision, "EcosystemHealthy"), "dogu health ignored: false; component health ignored: false");
     assert!(event_reasons(&decision).contains(&"EcosystemHealthy"));
@@ -108,7 +114,7 @@ fn case_72_required_components_must_be_installed_and_available() {
 
 #[test]
 fn case_73_health_config_missing_or_malformed() {
-    let missing = Scenario::new(INSTALL_NEXUS).decide();
+    let missing = nexus_installed().decide();
     assert_eq!(cond(&missing, "EcosystemHealthy"), pair("True", "Healthy"));
     let malformed = Scenario::new(INSTALL_NEXUS).with_health_config("required: [unclosed").decide();
     assert_eq!(cond(&malformed, "EcosystemHealthy"), pair("Unknown", "CannotCheckHealth"));
@@ -130,7 +136,7 @@ fn d55_an_apply_in_progress_is_no_fault() {
         status.status = Some("installing".into());
         scenario
     };
-    let base = || Scenario::new(INSTALL_NEXUS).with_dogu("official/ldap", "1.0.0-1");
+    let base = || nexus_installed().with_dogu("official/ldap", "1.0.0-1");
     let from_true = installing(base()).with_conditions(vec![healthy_condition("True", reason::HEALTHY)]).decide();
     assert_eq!(cond(&from_true, "EcosystemHealthy"), pair("False", "ApplyInProgress"));
     assert_eq!(message(&from_true, "EcosystemHealthy"), "ecosystem health:\n  1 dogu(s) are unhealthy: ldap");
@@ -177,4 +183,67 @@ fn d55_restarts_and_upgrades_are_at_work_and_a_missing_component_is_a_fault() {
     let missing = Scenario::new(INSTALL_NEXUS).with_health_config("required:\n  - name: k8s-dogu-operator\n").decide();
     assert_eq!(cond(&missing, "EcosystemHealthy"), pair("False", "Unhealthy"));
     assert!(event_reasons(&missing).contains(&"EcosystemUnhealthy"));
+}
+
+/// D60: a reconcile that installs dogus says that they are not healthy yet, as the next health check
+/// will find them; that check then adds nothing but progress (the emptied diff), which waits for the
+/// refresh of D58. A dogu it only upgrades keeps its health until its operator starts.
+#[test]
+fn d60_what_a_reconcile_installs_is_not_healthy_yet() {
+    let scenario = Scenario::new(
+        "{displayName: x, blueprint: {dogus: [{name: official/nexus, version: 1.0.0-1}, {name: official/ldap, version: 1.0.0-1}]}}",
+    )
+    .with_dogu("official/ldap", "1.0.0-1");
+    let install = scenario.decide();
+    assert_eq!(install.state, State::ApplyingDogus);
+    assert_eq!(cond(&install, "EcosystemHealthy"), pair("False", "ApplyInProgress"));
+    assert_eq!(message(&install, "EcosystemHealthy"), "ecosystem health:\n  1 dogu(s) are unhealthy: nexus");
+    // Neither the clean check before the apply nor the apply in progress is announced (D55).
+    let reasons = event_reasons(&install);
+    assert!(!reasons.contains(&"EcosystemHealthy") && !reasons.contains(&"EcosystemUnhealthy"), "{reasons:?}");
+
+    // The next reconcile finds nexus as created: what the install said, word for word.
+    let created: Vec<_> = install
+        .actions
+        .iter()
+        .filter_map(|a| match &a.operation {
+            Operation::CreateDogu { object } => Some((**object).clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created.len(), 1);
+    let next = created.into_iter().fold(scenario.after(&install), Scenario::with_dogu_cr).at(at(1003));
+    let observed = next.decide();
+    assert_eq!(observed.state, State::AwaitingHealth);
+    assert_eq!(condition(&observed, "EcosystemHealthy"), condition(&install, "EcosystemHealthy"));
+    let stored = install.status.as_deref().unwrap();
+    let wanted = observed.status.as_deref().unwrap();
+    assert!(wanted.state_diff.as_ref().is_some_and(|d| d.is_empty()), "the diff emptied");
+    assert!(!stored.state_diff.as_ref().unwrap().is_empty());
+    assert_eq!(wanted.conditions, stored.conditions, "nothing else is news");
+
+    // Written by the operator two seconds earlier: the emptied diff waits for the refresh (D58) ...
+    let written_at = |scenario: Scenario, time: i64| {
+        let mut scenario = scenario;
+        let entry = ManagedFieldsEntry {
+            manager: Some(FIELD_MANAGER.into()),
+            subresource: Some("status".into()),
+            time: Some(at(time)),
+            ..ManagedFieldsEntry::default()
+        };
+        scenario.blueprint.as_mut().unwrap().metadata.managed_fields = Some(vec![entry]);
+        scenario
+    };
+    let held = written_at(next.clone(), 1001).decide();
+    assert_eq!(held.status.as_deref(), Some(stored), "nothing to write yet");
+    assert!(held.actions.is_empty() && held.events.is_empty());
+    assert!(matches!(&held.requeue, Requeue::After { after, .. } if after.as_secs() == 8), "{:?}", held.requeue);
+    // ... and is written once it is due.
+    let due = written_at(next.at(at(1011)), 1001).decide();
+    assert_eq!(due.status.as_deref(), Some(wanted));
+
+    // An upgrade: the dogu keeps its health until its operator starts it.
+    let upgrade = Scenario::new(INSTALL_NEXUS).with_dogu("official/nexus", "0.9.0-1").decide();
+    assert_eq!(upgrade.state, State::ApplyingDogus);
+    assert_eq!(cond(&upgrade, "EcosystemHealthy"), pair("True", "Healthy"));
 }
