@@ -88,7 +88,7 @@ fn has_changes(status: &BlueprintStatus) -> bool {
 
 /// `requeue`, but back no later than `due` (a held-back progress refresh).
 pub(super) fn no_later_than(requeue: Requeue, due: Duration) -> Requeue {
-    let reason = "a progress message is due (held back within 10 s of the last status write)";
+    let reason = "progress is due (held back within 10 s of the last status write)";
     match requeue {
         Requeue::AwaitChange => Requeue::After { after: due, reason: reason.to_owned() },
         Requeue::After { after, .. } if due < after => Requeue::After { after: due, reason: reason.to_owned() },
