@@ -17,12 +17,12 @@ impl Run<'_> {
         self.completion_not_evaluated(state);
         self.note_summarised_status();
         self.log_transitions();
-        let mut status = BlueprintStatus {
+        let mut status = Arc::new(BlueprintStatus {
             conditions: self.conditions.into_vec(),
             effective_blueprint: self.effective_blueprint.map(|published| published.manifest),
             state_diff: self.state_diff,
             observed_generation: Some(self.generation),
-        };
+        });
         let events = self.events.into_events();
         let mut requeue = requeue;
         // A status whose only news is progress waits for its refresh (D58); nothing else does.
@@ -30,13 +30,14 @@ impl Run<'_> {
         let stored = self.blueprint.status.as_ref();
         let written = progress::own_status_write(&self.blueprint.metadata);
         if let (true, Some(stored), Some(written)) = (quiet, stored, written)
-            && let Some(due) = progress::hold_back(stored, &mut status, written, &self.observation.now)
+            && let Some(due) = progress::hold_back(stored, &status, written, &self.observation.now)
         {
+            status = Arc::clone(stored);
             requeue = progress::no_later_than(requeue, due);
         }
         Decision {
             state,
-            status: Some(Arc::new(status)),
+            status: Some(status),
             actions: self.actions,
             events,
             requeue,
