@@ -139,6 +139,13 @@ pub fn slim(meta: &mut ObjectMeta) {
 /// `managedFields` the newest entry keeps its time, manager and subresource: whether the stored status
 /// is the operator's own write, and when (D58; of entries of the same second, another writer's).
 pub fn slim_blueprint(meta: &mut ObjectMeta) {
+    keep_newest_write(meta);
+    keep_only(&mut meta.annotations, BLUEPRINT_ANNOTATIONS);
+}
+
+/// Keeps of a Blueprint's `managedFields` only the newest entry's time, manager and subresource: who
+/// wrote it last, and when (D58), without any field set.
+pub fn keep_newest_write(meta: &mut ObjectMeta) {
     if let Some(entries) = meta.managed_fields.as_mut() {
         let newest = blueprint_machine::naming::newest_write(entries).map(|entry| ManagedFieldsEntry {
             time: entry.time.clone(),
@@ -148,7 +155,6 @@ pub fn slim_blueprint(meta: &mut ObjectMeta) {
         });
         *entries = newest.into_iter().collect();
     }
-    keep_only(&mut meta.annotations, BLUEPRINT_ANNOTATIONS);
 }
 
 /// The annotations of a Blueprint the operator reads: the fields kept from other API versions and

@@ -87,8 +87,8 @@ pub fn redacted(mut observation: Observation) -> Observation {
     // tools' applied state); the machine reads none of them. Of the managed fields it reads who wrote
     // last and when (a progress held back after its own status write, D58): that is kept, as the
     // cache keeps it, and no field set.
-    crate::caches::slim_blueprint(&mut blueprint.metadata);
     blueprint.metadata.annotations = None;
+    crate::caches::keep_newest_write(&mut blueprint.metadata);
     let config = blueprint
         .spec
         .spec
