@@ -6,13 +6,13 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectName, files, issue};
 use blueprint_operator::webhook::{router, tls};
 use serde_json::{Value, json};
 
-use crate::support::process::{Killed, free_port};
+use crate::support::process::{Ports, free_port, start_until};
 use crate::support::tls::https;
 
 fn loopback() -> ServingNames {
@@ -115,7 +115,7 @@ fn files_that_make_no_certificate_are_named() {
 
 /// `run` with an API server that cannot be reached (it never leads, nothing syncs) and certificate
 /// files.
-fn run(dir: &Path, webhook_port: u16, health_port: u16) -> Command {
+fn run(dir: &Path, ports: Ports) -> Command {
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -131,9 +131,9 @@ fn run(dir: &Path, webhook_port: u16, health_port: u16) -> Command {
         .env("LEADER_ELECT", "true")
         .env("LOG_LEVEL", "warn")
         .env("WEBHOOK_CERT_DIR", dir.join("certs"))
-        .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{webhook_port}"))
-        .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
-        .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health_port}"))
+        .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{}", ports.webhook))
+        .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
+        .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health))
         .stdout(Stdio::null());
     command
 }
@@ -155,31 +155,28 @@ async fn run_serves_the_webhook_before_it_leads_and_is_ready_as_a_standby() {
     let certificate = issue(&loopback(), jiff::Timestamp::now(), None).unwrap();
     std::fs::create_dir(dir.path().join("certs")).unwrap();
     publish(&dir.path().join("certs"), 1, &certificate.certificate, &certificate.key);
-    let (webhook_port, health_port) = (free_port(), free_port());
-    let _operator = Killed(run(dir.path(), webhook_port, health_port).stderr(Stdio::null()).spawn().unwrap());
-
-    let address = format!("127.0.0.1:{webhook_port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let answer = loop {
-        match https(&address, &certificate.ca, "127.0.0.1", "POST", "/convert", &review()).await {
-            Ok(answer) => break answer,
-            Err(error) => assert!(Instant::now() < deadline, "the webhook never answered: {error}"),
+    let convert = |ports: Ports| {
+        let ca = certificate.ca.clone();
+        async move {
+            let address = format!("127.0.0.1:{}", ports.webhook);
+            https(&address, &ca, "127.0.0.1", "POST", "/convert", &review()).await.ok()
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let (operator, answer) = start_until(|ports| run(dir.path(), ports), Duration::from_secs(90), convert).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(converted(&answer.body)["apiVersion"], "k8s.cloudogu.com/v2");
     assert_eq!(answer.certificate, leaf(&certificate));
     // It waits for the Lease (the API server cannot be reached): a standby, ready with its webhook, so
     // that the webhook's Service sends to it.
-    assert_eq!(readyz(health_port).await, Some((200, "ready".to_owned())));
+    assert_eq!(readyz(operator.ports.health).await, Some((200, "ready".to_owned())));
 }
 
 #[test]
 fn run_stops_when_the_certificate_files_make_no_certificate() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("certs")).unwrap();
-    let output = run(dir.path(), free_port(), free_port()).output().unwrap();
+    let ports = Ports { webhook: free_port(), metrics: free_port(), health: free_port() };
+    let output = run(dir.path(), ports).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(

@@ -12,7 +12,7 @@
 //!   1,100 of them exhausted the descriptors (`ulimit -n 1024`) and the probes stopped answering.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectN
 use blueprint_operator::webhook::{MAX_REVIEW_BYTES, REVIEW_TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::process::{Killed, free_port};
+use crate::support::process::{Killed, Ports, start_until};
 use crate::support::tls::https;
 
 /// What the webhook may add to the operator's peak memory, whatever it is sent (the conversions in
@@ -43,7 +43,9 @@ struct Operator {
 }
 
 impl Operator {
-    fn start(descriptors: Option<u64>) -> Operator {
+    /// Starts the operator (with at most `descriptors` open files, if given) and waits (at most 90 s)
+    /// until its webhook converts a small review.
+    async fn serving(descriptors: Option<u64>) -> Operator {
         let dir = tempfile::tempdir().unwrap();
         let certificate = issue(&loopback(), jiff::Timestamp::now(), None).unwrap();
         let certs = dir.path().join("certs");
@@ -52,36 +54,52 @@ impl Operator {
         std::fs::write(certs.join("tls.key"), &certificate.key).unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         write_unreachable_kubeconfig(&kubeconfig);
-        let (webhook, metrics, health) = (free_port(), free_port(), free_port());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
-        command
-            .arg("run")
-            .env("KUBECONFIG", &kubeconfig)
-            .env("NAMESPACE", "ecosystem")
-            .env("LEADER_ELECT", "true")
-            .env("LOG_LEVEL", "error")
-            .env("WEBHOOK_CERT_DIR", &certs)
-            .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{webhook}"))
-            .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{metrics}"))
-            .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(limit) = descriptors {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                command.pre_exec(move || {
-                    let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::last_os_error())
-                    }
-                });
+        let command = |ports: Ports| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
+            command
+                .arg("run")
+                .env("KUBECONFIG", &kubeconfig)
+                .env("NAMESPACE", "ecosystem")
+                .env("LEADER_ELECT", "true")
+                .env("LOG_LEVEL", "error")
+                .env("WEBHOOK_CERT_DIR", &certs)
+                .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{}", ports.webhook))
+                .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
+                .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health));
+            if let Some(limit) = descriptors {
+                use std::os::unix::process::CommandExt;
+                // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+                unsafe {
+                    command.pre_exec(move || {
+                        let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                            Ok(())
+                        } else {
+                            Err(std::io::Error::last_os_error())
+                        }
+                    });
+                }
             }
+            command
+        };
+        let converts = |ports: Ports| {
+            let ca = certificate.ca.clone();
+            async move {
+                let address = format!("127.0.0.1:{}", ports.webhook);
+                let review = review_of(&blueprint_with("[]"));
+                https(&address, &ca, "127.0.0.1", "POST", "/convert", &review).await.ok().filter(|a| a.status == 200)
+            }
+        };
+        let (replica, _) = start_until(command, Duration::from_secs(90), converts).await;
+        let ports = replica.ports;
+        Operator {
+            process: replica.process,
+            webhook: format!("127.0.0.1:{}", ports.webhook),
+            metrics: ports.metrics,
+            health: ports.health,
+            certificate,
+            _dir: dir,
         }
-        let process = Killed(command.spawn().unwrap());
-        Operator { process, webhook: format!("127.0.0.1:{webhook}"), metrics, health, certificate, _dir: dir }
     }
 
     /// `VmHWM` or `VmRSS` of the process, in KiB.
@@ -97,16 +115,6 @@ impl Operator {
 
     async fn review(&self, body: &str) -> Result<u16, String> {
         https(&self.webhook, &self.certificate.ca, "127.0.0.1", "POST", "/convert", body).await.map(|a| a.status)
-    }
-
-    /// Waits (at most 90 s: a clean-clone CI run with other builds beside it once took more than 30 s
-    /// to start the debug binary) until the webhook converts a small review.
-    async fn serving(&self) {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while self.review(&review_of(&blueprint_with("[]"))).await != Ok(200) {
-            assert!(Instant::now() < deadline, "the webhook never answered");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
     }
 
     /// A TLS connection to the webhook.
@@ -191,8 +199,7 @@ fn kept_fields_review(bytes: usize, to: &str) -> String {
 /// Finding 1: the reviews that made one request cost 68 MB, and more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_review_of_any_content_stays_within_the_webhooks_memory_budget() {
-    let operator = Operator::start(None);
-    operator.serving().await;
+    let operator = Operator::serving(None).await;
     let before = operator.memory("VmHWM:");
 
     // The finding's review: 1,999,913 bytes, a million zeros. Larger than any Blueprint the API
@@ -251,8 +258,7 @@ async fn a_review_of_any_content_stays_within_the_webhooks_memory_budget() {
 /// the metrics port take no more descriptors than their limit: the probes go on answering.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_and_idle_clients_are_cut_off_and_cannot_take_every_descriptor() {
-    let operator = Operator::start(Some(256));
-    operator.serving().await;
+    let operator = Operator::serving(Some(256)).await;
 
     // Bodies trickled one byte a second: the request is cut off after REVIEW_TIMEOUT (408, closed).
     let mut trickling = Vec::new();
