@@ -15,8 +15,8 @@
 //! them above that in a namespace without. (Its resident size afterwards says little: the allocator
 //! keeps freed pages it may reuse.)
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -26,7 +26,7 @@ use serde_json::json;
 
 use super::control_plane;
 use super::rbac::{SERVICE_ACCOUNT, role_in};
-use crate::support::process::{Killed, free_port};
+use crate::support::process::{Killed, Ports, start_until};
 
 const APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// How much the big objects may add to the operator's peak: a page of them (10) of each of the two
@@ -77,27 +77,22 @@ impl Synced {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, plane.kubeconfig_text(SERVICE_ACCOUNT, &token, namespace)).unwrap();
-        let health = free_port();
-        let operator = Killed(
-            Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        let command = |ports: Ports| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
+            command
                 .arg("run")
                 .env("KUBECONFIG", &kubeconfig)
                 .env("NAMESPACE", namespace)
                 .env("LEADER_ELECT", "false")
                 .env("WEBHOOK_ENABLED", "false")
                 .env("LOG_LEVEL", "warn")
-                .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", free_port()))
-                .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{health}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap(),
-        );
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !ready(health).await {
-            assert!(Instant::now() < deadline, "the operator's caches never synced in {namespace}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+                .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
+                .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health));
+            command
+        };
+        let synced = |ports: Ports| async move { ready(ports.health).await.then_some(()) };
+        let (replica, ()) = start_until(command, Duration::from_secs(120), synced).await;
+        let operator = replica.process;
         Synced { operator, _dir: dir }
     }
 
