@@ -21,6 +21,8 @@ use blueprint_machine::{config_format, keys_from_secrets};
 use serde_json::Value;
 
 use blueprint_machine::fixtures::{NAMESPACE, at, digest};
+use blueprint_machine::naming::FIELD_MANAGER;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 /// How many actions the executor sends at once (the shell's `IN_FLIGHT`).
 pub const IN_FLIGHT: usize = 8;
@@ -180,11 +182,36 @@ impl Model {
         }
     }
 
-    /// Stores the status a reconcile decided (the status write).
+    /// Stores the status a reconcile decided, as the shell writes it: only if it differs from the
+    /// stored one, and then as the operator's write of the status subresource, now (a `managedFields`
+    /// entry: what D58 holds progress back on).
     pub fn store_status(&mut self, status: Option<&Arc<BlueprintStatus>>) {
-        if let Some(status) = status {
-            self.blueprint.status = Some(status.clone());
+        let Some(status) = status else { return };
+        if self.blueprint.status.as_ref() == Some(status) {
+            return;
         }
+        self.blueprint.status = Some(status.clone());
+        self.written_by(FIELD_MANAGER, Some("status"));
+    }
+
+    /// The spec edited by an administrator, now: a new generation and its `managedFields` entry.
+    pub fn spec_edited(&mut self) {
+        self.blueprint.metadata.generation = Some(self.blueprint.metadata.generation.unwrap_or(1) + 1);
+        self.written_by("kubectl-edit", None);
+    }
+
+    /// The Blueprint written by `manager` (of `subresource`), now: its `managedFields` entry, one per
+    /// manager and subresource as the API server keeps them, takes the time.
+    fn written_by(&mut self, manager: &str, subresource: Option<&str>) {
+        let entries = self.blueprint.metadata.managed_fields.get_or_insert_with(Vec::new);
+        entries.retain(|e| !(e.manager.as_deref() == Some(manager) && e.subresource.as_deref() == subresource));
+        entries.push(ManagedFieldsEntry {
+            manager: Some(manager.to_owned()),
+            operation: Some("Update".to_owned()),
+            subresource: subresource.map(str::to_owned),
+            time: Some(at(self.now)),
+            ..ManagedFieldsEntry::default()
+        });
     }
 
     /// Performs the first `limit` actions of a decision, stopping at the first failure.
@@ -322,39 +349,9 @@ impl Model {
     /// restarted after their config changed (unless paused).
     pub fn operators_progress(&mut self) {
         self.now += 30;
-        let global_updated = self.global.as_ref().map(|s| s.updated);
-        for (name, dogu) in &mut self.dogus {
-            if dogu.spec.pause_reconciliation == Some(true) {
-                // Paused: the dogu keeps running (and reporting health) but is neither upgraded nor
-                // restarted.
-                let broken = self.broken.contains(name);
-                dogu.status.get_or_insert_with(Default::default).health =
-                    Some(if broken { "unavailable" } else { "available" }.into());
-                continue;
-            }
-            let config_updated = [
-                global_updated,
-                self.dogu_config.get(name).map(|s| s.updated),
-                self.sensitive.get(name).map(|s| s.updated),
-            ]
-            .into_iter()
-            .flatten()
-            .max();
-            let status = dogu.status.get_or_insert_with(Default::default);
-            let started = status.started_at.as_ref().map(|t| t.0.as_second() - at(0).0.as_second());
-            let stale_config = match (config_updated, started) {
-                // Whole seconds, as the API server records writes: a start in the write's second
-                // may have preceded it (the operator waits for a later one, see D45).
-                (Some(updated), Some(started)) => started <= updated,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            if status.installed_version.as_deref() != Some(dogu.spec.version.as_str()) || stale_config {
-                status.installed_version = Some(dogu.spec.version.clone());
-                status.started_at = Some(at(self.now));
-            }
-            let broken = self.broken.contains(name);
-            status.health = Some(if broken { "unavailable" } else { "available" }.into());
+        let names: Vec<String> = self.dogus.keys().cloned().collect();
+        for name in &names {
+            self.dogu_operator_on(name);
         }
         for (name, component) in &mut self.components {
             let status = component.status.get_or_insert_with(Default::default);
@@ -366,6 +363,47 @@ impl Model {
             }
         }
         self.now += 30;
+    }
+
+    /// The dogu operator brings one dogu up, 2 s on: the others are still where they were (real
+    /// operators report each dogu in its own time, seconds after the write that asked for it).
+    pub fn dogu_progress(&mut self, name: &str) {
+        self.now += 2;
+        self.dogu_operator_on(name);
+    }
+
+    /// What the dogu operator does for `name` (if it exists) when it catches up: its version installed,
+    /// restarted after its config changed, healthy unless broken; paused, only its health.
+    fn dogu_operator_on(&mut self, name: &str) {
+        let global_updated = self.global.as_ref().map(|s| s.updated);
+        let config_updated = [
+            global_updated,
+            self.dogu_config.get(name).map(|s| s.updated),
+            self.sensitive.get(name).map(|s| s.updated),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        let broken = self.broken.contains(name);
+        let now = self.now;
+        let Some(dogu) = self.dogus.get_mut(name) else { return };
+        let status = dogu.status.get_or_insert_with(Default::default);
+        if dogu.spec.pause_reconciliation != Some(true) {
+            let started = status.started_at.as_ref().map(|t| t.0.as_second() - at(0).0.as_second());
+            let stale_config = match (config_updated, started) {
+                // Whole seconds, as the API server records writes: a start in the write's second
+                // may have preceded it (the operator waits for a later one, see D45).
+                (Some(updated), Some(started)) => started <= updated,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if status.installed_version.as_deref() != Some(dogu.spec.version.as_str()) || stale_config {
+                status.installed_version = Some(dogu.spec.version.clone());
+                status.started_at = Some(at(now));
+            }
+        }
+        // Paused: the dogu keeps running (and reporting health) but is neither upgraded nor restarted.
+        status.health = Some(if broken { "unavailable" } else { "available" }.into());
     }
 }
 

@@ -7,7 +7,7 @@ use super::checks::{Wanted, wanted};
 use super::*;
 
 fn spec_mut(model: &mut Model) -> &mut BlueprintSpec {
-    model.blueprint.metadata.generation = Some(model.blueprint.metadata.generation.unwrap_or(1) + 1);
+    model.spec_edited();
     Arc::make_mut(model.blueprint.spec.spec.get_or_insert_with(Default::default))
 }
 

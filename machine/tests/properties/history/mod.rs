@@ -9,7 +9,7 @@ mod edits;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use blueprint_machine::api::{BlueprintDogu, BlueprintSpec, ConfigEntry, Dogu, MaskDogu};
-use blueprint_machine::decision::Decision;
+use blueprint_machine::decision::{Decision, Requeue};
 use blueprint_machine::{State, conditions};
 use proptest::prelude::*;
 
@@ -45,6 +45,11 @@ pub enum Step {
     },
     /// The dogu and component operators catch up: install, upgrade, restart, report health.
     Progress,
+    /// The dogu operator brings one dogu up, seconds after the last step: progress within the time a
+    /// status write holds further progress back (D58).
+    DoguProgress {
+        dogu: usize,
+    },
     /// A dogu reports unavailable for a while (it recovers with the next progress).
     Flap {
         dogu: usize,
@@ -152,6 +157,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         2 => (0..6usize, any::<u8>()).prop_map(|(performed, within)| Step::Crash { performed, within }),
         2 => stale(),
         6 => Just(Step::Progress),
+        4 => (0..DOGUS.len()).prop_map(|dogu| Step::DoguProgress { dogu }),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Flap { dogu }),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Break { dogu }),
         1 => (0..DOGUS.len()).prop_map(|dogu| Step::Repair { dogu }),
@@ -255,6 +261,7 @@ impl Run {
             Step::Crash { performed, within } => self.reconcile(Some((*performed, *within)))?,
             Step::Stale { age, dogus, config, in_flight } => self.stale(*age, *dogus, *config, *in_flight)?,
             Step::Progress => self.model.operators_progress(),
+            Step::DoguProgress { dogu } => self.model.dogu_progress(DOGUS[*dogu]),
             Step::Flap { dogu } => {
                 if let Some(d) = self.model.dogus.get_mut(DOGUS[*dogu]) {
                     d.status.get_or_insert_with(Default::default).health = Some("unavailable".into());
@@ -413,6 +420,23 @@ impl Run {
         if decision.status.as_ref() == stored && decision.actions.is_empty() {
             prop_assert!(decision.events.is_empty(), "events without any change: {:?}", decision.events);
         }
+        // Progress held back (D58) is all a reconcile has to say: the stored status, kept as it is,
+        // and the reconcile back once the refresh is due.
+        if let Requeue::After { after, reason } = &decision.requeue
+            && reason.starts_with("progress is due")
+        {
+            prop_assert!(stored.is_some_and(|s| decision.status.as_ref() == Some(s)), "held, yet a new status");
+            prop_assert!(decision.actions.is_empty() && decision.events.is_empty(), "held with news: {decision:?}");
+            prop_assert!(*after <= std::time::Duration::from_secs(10), "held for {after:?}");
+            // What it held back is progress and nothing else: the status the same observation gives
+            // where nothing is held (no write of the operator's on record).
+            let mut unheld = observation.clone();
+            if let Some(blueprint) = unheld.blueprint.as_mut() {
+                std::sync::Arc::make_mut(blueprint).metadata.managed_fields = None;
+            }
+            let wanted = blueprint_machine::reconcile(&unheld).status.expect("a status");
+            only_progress(stored.expect("a stored status"), &wanted)?;
+        }
         Ok(())
     }
 
@@ -454,6 +478,39 @@ impl Run {
             "not completed within {bound} reconciles (last first): {states:?}; last conditions: {conditions:#?}"
         )))
     }
+}
+
+/// Whether `wanted` differs from `stored` in progress only (D58, D60): the messages of
+/// `EcosystemHealthy` and `Completed` (the dogus still waited for), and a state diff that became empty,
+/// with the effective blueprint that the full diff had left no room for.
+fn only_progress(
+    stored: &blueprint_machine::api::BlueprintStatus,
+    wanted: &blueprint_machine::api::BlueprintStatus,
+) -> Result<(), TestCaseError> {
+    let progress = [conditions::ECOSYSTEM_HEALTHY, conditions::COMPLETED];
+    let shown = |status: &blueprint_machine::api::BlueprintStatus| {
+        let conditions = status.conditions.iter();
+        conditions
+            .map(|c| {
+                let message = (!progress.contains(&c.type_.as_str())).then(|| c.message.clone());
+                (c.type_.clone(), c.status.clone(), c.reason.clone(), c.observed_generation, message)
+            })
+            .collect::<Vec<_>>()
+    };
+    prop_assert_eq!(shown(stored), shown(wanted), "a held status differs in more than progress");
+    prop_assert_eq!(stored.observed_generation, wanted.observed_generation);
+    let changes =
+        |status: &blueprint_machine::api::BlueprintStatus| status.state_diff.as_ref().is_some_and(|d| !d.is_empty());
+    if changes(stored) && !changes(wanted) {
+        prop_assert!(
+            stored.effective_blueprint.is_none() || stored.effective_blueprint == wanted.effective_blueprint,
+            "a held emptied diff came with another effective blueprint"
+        );
+    } else {
+        prop_assert_eq!(&stored.state_diff, &wanted.state_diff, "a held status with another state diff");
+        prop_assert_eq!(&stored.effective_blueprint, &wanted.effective_blueprint);
+    }
+    Ok(())
 }
 
 fn simple(name: &str) -> &str {
