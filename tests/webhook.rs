@@ -5,14 +5,14 @@
 //! the real API server (tests/cluster/webhook.rs).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectName, files, issue};
 use blueprint_operator::webhook::{router, tls};
 use serde_json::{Value, json};
 
-use crate::support::process::{Ports, free_port, start_until};
+use crate::support::process::{Ports, free_port, start_until, unconnected_run};
 use crate::support::tls::https;
 
 fn loopback() -> ServingNames {
@@ -113,29 +113,10 @@ fn files_that_make_no_certificate_are_named() {
     assert!(!error.contains("PRIVATE KEY"), "{error}");
 }
 
-/// `run` with an API server that cannot be reached (it never leads, nothing syncs) and certificate
-/// files.
+/// `run` with an API server that cannot be reached (it never leads, nothing syncs) and the certificate
+/// files of `dir/certs`.
 fn run(dir: &Path, ports: Ports) -> Command {
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n\
-         users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
-    )
-    .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
-    command
-        .arg("run")
-        .env("KUBECONFIG", &kubeconfig)
-        .env("NAMESPACE", "ecosystem")
-        .env("LEADER_ELECT", "true")
-        .env("LOG_LEVEL", "warn")
-        .env("WEBHOOK_CERT_DIR", dir.join("certs"))
-        .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{}", ports.webhook))
-        .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
-        .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health))
-        .stdout(Stdio::null());
-    command
+    unconnected_run(dir, &dir.join("certs"), ports)
 }
 
 /// `GET /readyz`: the status and the body.

@@ -11,8 +11,6 @@
 //! - idle connections to the metrics port take no more than their limit of descriptors: before,
 //!   1,100 of them exhausted the descriptors (`ulimit -n 1024`) and the probes stopped answering.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +18,7 @@ use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectN
 use blueprint_operator::webhook::{MAX_REVIEW_BYTES, REVIEW_TIMEOUT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::process::{Killed, Ports, start_until};
+use crate::support::process::{Killed, Ports, start_until, unconnected_run};
 use crate::support::tls::https;
 
 /// What the webhook may add to the operator's peak memory, whatever it is sent (the conversions in
@@ -52,20 +50,9 @@ impl Operator {
         std::fs::create_dir(&certs).unwrap();
         std::fs::write(certs.join("tls.crt"), &certificate.certificate).unwrap();
         std::fs::write(certs.join("tls.key"), &certificate.key).unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        write_unreachable_kubeconfig(&kubeconfig);
         let command = |ports: Ports| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
-            command
-                .arg("run")
-                .env("KUBECONFIG", &kubeconfig)
-                .env("NAMESPACE", "ecosystem")
-                .env("LEADER_ELECT", "true")
-                .env("LOG_LEVEL", "error")
-                .env("WEBHOOK_CERT_DIR", &certs)
-                .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{}", ports.webhook))
-                .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
-                .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health));
+            let mut command = unconnected_run(dir.path(), &certs, ports);
+            command.env("LOG_LEVEL", "error");
             if let Some(limit) = descriptors {
                 use std::os::unix::process::CommandExt;
                 // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
@@ -133,15 +120,6 @@ impl Operator {
         let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
         tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap()
     }
-}
-
-fn write_unreachable_kubeconfig(path: &Path) {
-    std::fs::write(
-        path,
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n\
-         users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
-    )
-    .unwrap();
 }
 
 /// A v3 Blueprint whose spec holds `x` (JSON text) beside a small manifest.

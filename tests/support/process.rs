@@ -2,6 +2,7 @@
 //! and free loopback ports for them.
 
 use std::future::Future;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,4 +92,30 @@ where
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// `run` as a replica that never leads: its kubeconfig (written into `dir`) names an API server that
+/// cannot be reached, so nothing syncs and the Lease is never taken; its webhook serves the
+/// certificate files in `certs`; it listens on `ports`.
+pub fn unconnected_run(dir: &Path, certs: &Path, ports: Ports) -> Command {
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n\
+         users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"));
+    command
+        .arg("run")
+        .env("KUBECONFIG", &kubeconfig)
+        .env("NAMESPACE", "ecosystem")
+        .env("LEADER_ELECT", "true")
+        .env("LOG_LEVEL", "warn")
+        .env("WEBHOOK_CERT_DIR", certs)
+        .env("WEBHOOK_BIND_ADDRESS", format!("127.0.0.1:{}", ports.webhook))
+        .env("METRICS_BIND_ADDRESS", format!("127.0.0.1:{}", ports.metrics))
+        .env("HEALTH_PROBE_BIND_ADDRESS", format!("127.0.0.1:{}", ports.health))
+        .stdout(Stdio::null());
+    command
 }
