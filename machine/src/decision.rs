@@ -249,6 +249,10 @@ pub struct Event {
     pub stage: Option<Stage>,
 }
 
+/// The reason of a requeue that comes back when progress held back is due (D58): the status it held is
+/// the stored one.
+pub const PROGRESS_DUE: &str = "progress is due (held back within 10 s of the last status write)";
+
 /// When to reconcile again.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", tag = "kind")]

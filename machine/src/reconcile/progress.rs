@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::api::BlueprintStatus;
 use crate::conditions::{COMPLETED, ECOSYSTEM_HEALTHY};
-use crate::decision::Requeue;
+use crate::decision::{PROGRESS_DUE, Requeue};
 use crate::naming;
 
 /// How long after the operator's last status write a mere progress message waits.
@@ -77,10 +77,9 @@ fn has_changes(status: &BlueprintStatus) -> bool {
 
 /// `requeue`, but back no later than `due` (a held-back progress refresh).
 pub(super) fn no_later_than(requeue: Requeue, due: Duration) -> Requeue {
-    let reason = "progress is due (held back within 10 s of the last status write)";
     match requeue {
-        Requeue::AwaitChange => Requeue::After { after: due, reason: reason.to_owned() },
-        Requeue::After { after, .. } if due < after => Requeue::After { after: due, reason: reason.to_owned() },
+        Requeue::AwaitChange => Requeue::After { after: due, reason: PROGRESS_DUE.to_owned() },
+        Requeue::After { after, .. } if due < after => Requeue::After { after: due, reason: PROGRESS_DUE.to_owned() },
         other => other,
     }
 }
@@ -136,17 +135,10 @@ mod tests {
         assert_eq!(due, Some(Duration::from_secs(7)), "the stored status is kept: nothing to write");
         assert_eq!(
             no_later_than(Requeue::after(10, "unhealthy"), Duration::from_secs(7)),
-            Requeue::After { after: Duration::from_secs(7), reason: no_later_than_reason() }
+            Requeue::After { after: Duration::from_secs(7), reason: PROGRESS_DUE.to_owned() }
         );
         assert_eq!(no_later_than(Requeue::after(1, "x"), Duration::from_secs(7)), Requeue::after(1, "x"));
         assert!(matches!(no_later_than(Requeue::AwaitChange, Duration::from_secs(7)), Requeue::After { .. }));
-    }
-
-    fn no_later_than_reason() -> String {
-        match no_later_than(Requeue::AwaitChange, Duration::ZERO) {
-            Requeue::After { reason, .. } => reason,
-            _ => unreachable!(),
-        }
     }
 
     #[test]

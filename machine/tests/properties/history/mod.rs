@@ -9,7 +9,7 @@ mod edits;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use blueprint_machine::api::{BlueprintDogu, BlueprintSpec, ConfigEntry, Dogu, MaskDogu};
-use blueprint_machine::decision::{Decision, Requeue};
+use blueprint_machine::decision::{Decision, PROGRESS_DUE, Requeue};
 use blueprint_machine::{State, conditions};
 use proptest::prelude::*;
 
@@ -423,7 +423,7 @@ impl Run {
         // Progress held back (D58) is all a reconcile has to say: the stored status, kept as it is,
         // and the reconcile back once the refresh is due.
         if let Requeue::After { after, reason } = &decision.requeue
-            && reason.starts_with("progress is due")
+            && reason == PROGRESS_DUE
         {
             prop_assert!(stored.is_some_and(|s| decision.status.as_ref() == Some(s)), "held, yet a new status");
             prop_assert!(decision.actions.is_empty() && decision.events.is_empty(), "held with news: {decision:?}");
