@@ -12,7 +12,7 @@ use blueprint_operator::webhook::certificates::{Material, ServingNames, SubjectN
 use blueprint_operator::webhook::{router, tls};
 use serde_json::{Value, json};
 
-use crate::support::process::{Ports, free_port, start_until, unconnected_run};
+use crate::support::process::{Ports, start_until, unconnected_run};
 use crate::support::tls::https;
 
 fn loopback() -> ServingNames {
@@ -156,8 +156,7 @@ async fn run_serves_the_webhook_before_it_leads_and_is_ready_as_a_standby() {
 fn run_stops_when_the_certificate_files_make_no_certificate() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("certs")).unwrap();
-    let ports = Ports { webhook: free_port(), metrics: free_port(), health: free_port() };
-    let output = run(dir.path(), ports).output().unwrap();
+    let output = run(dir.path(), Ports::pick()).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(

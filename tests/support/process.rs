@@ -30,7 +30,8 @@ pub struct Ports {
 }
 
 impl Ports {
-    fn pick() -> Ports {
+    /// Three ports, each free now.
+    pub fn pick() -> Ports {
         Ports { webhook: free_port(), metrics: free_port(), health: free_port() }
     }
 }
